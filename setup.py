@@ -1,0 +1,23 @@
+"""Copies the grammar and the C runtime into the package so an installed intentc carries them."""
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).parent
+CARRIED = {"grammar": ("*.lark",), "runtime_c": ("*.c", "*.h")}
+
+
+class BuildWithData(build_py):
+    def run(self):
+        super().run()
+        for folder, patterns in CARRIED.items():
+            target = Path(self.build_lib) / "intentc" / "_data" / folder
+            target.mkdir(parents=True, exist_ok=True)
+            for pattern in patterns:
+                for source in sorted((ROOT / folder).glob(pattern)):
+                    shutil.copy2(source, target / source.name)
+
+
+setup(cmdclass={"build_py": BuildWithData})
