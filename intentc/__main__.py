@@ -1,0 +1,3 @@
+from intentc.cli import main
+
+main()

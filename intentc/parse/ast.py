@@ -1,0 +1,199 @@
+"""The Intent abstract syntax tree: frozen dataclasses, every node with a span."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from intentc.source import Span
+
+
+@dataclass(frozen=True)
+class Node:
+    span: Span = field(compare=False, repr=False)
+
+
+# ---- expressions ------------------------------------------------------------
+@dataclass(frozen=True)
+class Expr(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Name(Expr):
+    id: str
+
+
+@dataclass(frozen=True)
+class Constant(Expr):
+    value: object  # int, float, bool or str
+
+
+@dataclass(frozen=True)
+class BinOp(Expr):
+    op: str  # + - * / // % ** & | ^ << >>
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    op: str  # - + ~ not
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Compare(Expr):
+    op: str  # < <= > >= == !=
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class BoolOp(Expr):
+    op: str  # and, or (short-circuit)
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Conditional(Expr):
+    cond: Expr
+    then: Expr
+    orelse: Expr
+
+
+@dataclass(frozen=True)
+class Keyword(Node):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    func: Expr
+    args: tuple[Expr, ...]
+    keywords: tuple[Keyword, ...]
+
+
+@dataclass(frozen=True)
+class Slice(Expr):
+    lower: Expr | None
+    upper: Expr | None
+    step: Expr | None
+
+
+@dataclass(frozen=True)
+class Subscript(Expr):
+    value: Expr
+    indices: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Attribute(Expr):
+    value: Expr
+    attr: str
+
+
+@dataclass(frozen=True)
+class TupleExpr(Expr):
+    elts: tuple[Expr, ...]
+
+
+# ---- statements ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Stmt(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    target: Expr  # Name, TupleExpr of Names, or Subscript
+    value: Expr
+
+
+@dataclass(frozen=True)
+class AnnAssign(Stmt):
+    target: Name
+    annotation: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class AugAssign(Stmt):
+    target: Expr
+    op: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class ExprStmt(Stmt):
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Return(Stmt):
+    value: Expr | None
+
+
+@dataclass(frozen=True)
+class Pass(Stmt):
+    pass
+
+
+@dataclass(frozen=True)
+class Break(Stmt):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    targets: tuple[Name, ...]
+    iter: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    cond: Expr
+    body: tuple[Stmt, ...]
+
+
+# ---- top level ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Param(Node):
+    name: str
+    annotation: Expr
+    mutable: bool
+
+
+@dataclass(frozen=True)
+class FunctionDef(Node):
+    kind: str  # "kernel" or "fn"
+    name: str
+    params: tuple[Param, ...]
+    returns: Expr | None
+    body: tuple[Stmt, ...]
+    name_span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Import(Node):
+    module: str
+    alias: str
+
+
+@dataclass(frozen=True)
+class Module(Node):
+    imports: tuple[Import, ...]
+    functions: tuple[FunctionDef, ...]

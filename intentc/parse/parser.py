@@ -1,0 +1,105 @@
+"""Runs the Lark parser and turns its exceptions into Intent diagnostics."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.indenter import DedentError
+
+from intentc.diagnostics import CompileError, error
+from intentc.parse import ast
+from intentc.parse.indenter import IntentIndenter
+from intentc.parse.to_ast import ToAst
+from intentc.resources import grammar_path
+from intentc.source import SourceFile, Span
+
+# Token names as a reader would say them.
+_TOKEN_WORDS = {
+    "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "STRING": "a string",
+    "_NEWLINE": "the end of the line", "_INDENT": "an indented block", "_DEDENT": "the end of the block",
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COLON": "':'", "COMMA": "','",
+    "EQUAL": "'='", "$END": "the end of the file", "COMPOP": "a comparison", "MUT": "'mut'",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr", postlex=IntentIndenter(),
+                propagate_positions=True, maybe_placeholders=True, start="start")
+
+
+def _describe(token_type: str, value: str | None = None) -> str:
+    if token_type in _TOKEN_WORDS:
+        return _TOKEN_WORDS[token_type]
+    if value:
+        return f"'{value}'"
+    return token_type.lower()
+
+
+def _expected_words(expected) -> str:
+    words = sorted({_describe(t) for t in expected if not t.startswith("__")})
+    if len(words) > 6:
+        words = words[:6] + ["..."]
+    return ", ".join(words)
+
+
+def parse_source(text: str, path: str = "<input>") -> ast.Module:
+    source = SourceFile.from_text(path, text if text.endswith("\n") else text + "\n")
+    try:
+        tree = _lark().parse(source.text)
+    except UnexpectedToken as exc:
+        raise _token_error(source, exc) from None
+    except UnexpectedCharacters as exc:
+        span = Span(source, exc.pos_in_stream, exc.pos_in_stream + 1)
+        raise error(f"unexpected character {source.text[exc.pos_in_stream]!r}", span,
+                    hint="Intent source uses Python-style names, numbers and operators") from None
+    except UnexpectedEOF as exc:
+        span = Span(source, max(0, len(source.text) - 1), len(source.text))
+        raise error("unexpected end of file", span,
+                    hint=f"expected {_expected_words(exc.expected)}") from None
+    except DedentError:
+        raise error("inconsistent indentation: this line does not match any outer block",
+                    Span(source, 0, 1)) from None
+    except UnexpectedInput as exc:  # any other Lark failure still becomes a diagnostic
+        raise error(f"syntax error: {exc}", Span(source, 0, 1)) from None
+    try:
+        return ToAst(source).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, CompileError):
+            raise exc.orig_exc from None
+        raise
+
+
+def _token_error(source: SourceFile, exc: UnexpectedToken) -> CompileError:
+    token = exc.token
+    start = getattr(token, "start_pos", None)
+    if start is None:
+        start = max(0, len(source.text) - 1)
+    end = getattr(token, "end_pos", None) or start + 1
+    if token.type in ("_NEWLINE", "_DEDENT", "$END"):
+        # Point at the end of the previous line rather than at the next one.
+        start = max(0, start)
+        while start > 0 and source.text[start - 1] in "\n\r \t":
+            start -= 1
+        start = max(0, start - 1)
+        end = start + 1
+    span = Span(source, start, max(end, start + 1))
+    found = _describe(token.type, str(token))
+    expected = _expected_words(exc.expected)
+    message = f"unexpected {found}"
+    if token.type == "_INDENT":
+        message = "unexpected indentation"
+    hint = f"expected {expected}" if expected else None
+    if "COLON" in exc.expected and token.type in ("_NEWLINE",):
+        hint = "a block header (def, if, elif, else, for, while) ends with ':'"
+    return error(message, span, hint=hint)
+
+
+def parse_file(path: str | Path) -> ast.Module:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {path}: {exc}") from None
+    return parse_source(text, str(path))
