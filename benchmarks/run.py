@@ -1,0 +1,361 @@
+"""Side-by-side CPU benchmarks: intentc against C (-O3 -march=native OpenMP), NumPy and Numba.
+
+    python benchmarks/run.py [--quick] [--repeats R] [NAME ...]
+
+Every contender of a benchmark runs in the same process on the same arrays:
+a warm-up call whose result is checked against NumPy, then R timed calls; the
+table shows the median (and the minimum), the achieved bandwidth and the ratio
+to the C baseline.  The figures are also written to benchmarks/results/latest.json.
+
+A benchmark is a function registered with ``@benchmark(...)`` that builds its
+inputs and returns the reference result and its contenders; see ``saxpy`` below.
+"""
+from __future__ import annotations
+
+import os
+
+# Thread counts are fixed before any threaded library is loaded: every tool gets
+# all the cores this process may run on.
+THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+for _var in ("OMP_NUM_THREADS", "INTENT_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = str(THREADS)
+
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+try:
+    import numba  # noqa: E402
+except ImportError:
+    numba = None
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+BUILD = BENCH / "build"
+RESULTS = BENCH / "results" / "latest.json"
+C_FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+C_LABEL = "C -O3 OpenMP"  # the baseline every ratio refers to
+
+sys.path.insert(0, str(REPO))  # the checkout's intentc, as the CLI below uses it
+
+console = Console()
+
+
+# --------------------------------------------------------------------------- tools
+
+class Unavailable(Exception):
+    """A contender that cannot run here (tool missing, build failed)."""
+
+
+class Tools:
+    """Builds and loads what the contenders need, once per source."""
+
+    def __init__(self, build_dir: Path):
+        self.build_dir = build_dir
+        self.build_seconds: dict[str, float] = {}  # intentc build time per source file
+        self._cache: dict[tuple, object] = {}
+
+    def _once(self, key: tuple, make: Callable[[], object]):
+        if key not in self._cache:
+            try:
+                self._cache[key] = make()
+            except Unavailable as e:
+                self._cache[key] = e
+        value = self._cache[key]
+        if isinstance(value, Unavailable):
+            raise value
+        return value
+
+    def intentc(self, source: Path):
+        """The module ``intentc.load`` returns for ``source``, built with the intentc CLI."""
+        return self._once(("intentc", source), lambda: self._build_intent(source))
+
+    def _build_intent(self, source: Path):
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        library = self.build_dir / f"{source.stem}.so"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "intentc", "build", str(source), "-o", str(library)],
+                              cwd=REPO, env=env, capture_output=True, text=True)
+        self.build_seconds[source.name] = time.perf_counter() - start
+        if proc.returncode != 0:
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            raise Unavailable(f"intentc build failed: {lines[-1] if lines else proc.returncode}")
+        try:
+            import intentc
+            return intentc.load(str(library))
+        except Exception as e:  # a loader failure is reported in the table
+            raise Unavailable(f"intentc.load failed: {type(e).__name__}: {e}") from None
+
+    def c_function(self, source: str, symbol: str, argtypes: list):
+        """``symbol`` from benchmarks/c/``source`` built with gcc -O3 -march=native -fopenmp."""
+        library = self._once(("c", source), lambda: self._build_c(BENCH / "c" / source))
+        fn = getattr(library, symbol)
+        fn.argtypes = argtypes
+        fn.restype = None
+        return fn
+
+    def _build_c(self, source: Path):
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        library = self.build_dir / f"{source.stem}_c.so"
+        proc = subprocess.run(["gcc", *C_FLAGS, str(source), "-o", str(library)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise Unavailable(f"gcc failed: {proc.stderr.strip().splitlines()[-1:]}")
+        return ctypes.CDLL(str(library))
+
+
+class Contenders:
+    """The labelled zero-argument calls of one benchmark; each returns its result array."""
+
+    def __init__(self):
+        self.calls: dict[str, Callable[[], np.ndarray]] = {}
+        self.unavailable: dict[str, str] = {}
+
+    def add(self, label: str, make: Callable[[], Callable[[], np.ndarray]]) -> None:
+        try:
+            self.calls[label] = make()
+        except Unavailable as e:
+            self.unavailable[label] = str(e)
+
+
+# ----------------------------------------------------------------------- registry
+
+@dataclass
+class Benchmark:
+    name: str
+    title: str
+    n: int
+    quick_n: int
+    bytes_per_element: int  # memory traffic per element, for GB/s
+    target: str             # the intentc target of bench/TARGETS.md
+    target_ratio: float     # ... as a ratio to the C baseline
+    setup: Callable[[int, Tools], tuple[np.ndarray, Contenders]] = field(repr=False)
+
+
+BENCHMARKS: dict[str, Benchmark] = {}
+
+
+def benchmark(**spec):
+    """Registers ``setup(n, tools) -> (reference result, Contenders)`` as a benchmark."""
+    def register(setup):
+        BENCHMARKS[spec["name"]] = Benchmark(setup=setup, **spec)
+        return setup
+    return register
+
+
+def _f32(rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.standard_normal(n, dtype=np.float32)
+
+
+def _need_numba() -> None:
+    if numba is None:
+        raise Unavailable("numba is not installed")
+
+
+if numba is not None:  # compiled on first call, i.e. during the warm-up
+    @numba.njit(parallel=True)
+    def _numba_saxpy(a, x, y, out):
+        for i in numba.prange(out.shape[0]):
+            out[i] = a * x[i] + y[i]
+
+    @numba.njit(parallel=True)
+    def _numba_triad(b, c, s, out):
+        for i in numba.prange(out.shape[0]):
+            out[i] = b[i] + s * c[i]
+
+
+@benchmark(name="saxpy", title="saxpy out = a·x + y (f32)", n=2**24, quick_n=2**22,
+           bytes_per_element=12, target="≤ 1.05 × best C", target_ratio=1.05)
+def saxpy(n: int, tools: Tools):
+    rng = np.random.default_rng(1)
+    x, y, a = _f32(rng, n), _f32(rng, n), np.float32(2.5)
+    out, tmp = np.empty(n, np.float32), np.empty(n, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "saxpy.intent")
+        return lambda: m.saxpy(float(a), x, y, out=out)
+
+    def c_omp():
+        fn = tools.c_function("saxpy.c", "saxpy_c", [ctypes.c_int64, ctypes.c_float, ctypes.c_void_p,
+                                                     ctypes.c_void_p, ctypes.c_void_p])
+        args = (n, float(a), x.ctypes.data, y.ctypes.data, out.ctypes.data)
+        return lambda: (fn(*args), out)[1]
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_saxpy(a, x, y, out), out)[1]
+
+    c.add("intentc", intent)
+    c.add(C_LABEL, c_omp)
+    c.add("NumPy (out=)", lambda: lambda: np.add(np.multiply(a, x, out=tmp), y, out=out))
+    c.add("NumPy a*x+y", lambda: lambda: a * x + y)
+    c.add("Numba parallel", numba_parallel)
+    return a * x + y, c
+
+
+@benchmark(name="triad", title="triad a = b + s·c (f32)", n=2**25, quick_n=2**23,
+           bytes_per_element=12, target="≤ 1.05 × C OpenMP", target_ratio=1.05)
+def triad(n: int, tools: Tools):
+    rng = np.random.default_rng(2)
+    b, cc, s = _f32(rng, n), _f32(rng, n), np.float32(3.0)
+    out, tmp = np.empty(n, np.float32), np.empty(n, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(BENCH / "kernels" / "triad.intent")
+        return lambda: m.triad(b, cc, float(s), out=out)
+
+    def c_omp():
+        fn = tools.c_function("triad.c", "triad_c", [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                                     ctypes.c_float, ctypes.c_void_p])
+        args = (n, b.ctypes.data, cc.ctypes.data, float(s), out.ctypes.data)
+        return lambda: (fn(*args), out)[1]
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_triad(b, cc, s, out), out)[1]
+
+    c.add("intentc", intent)
+    c.add(C_LABEL, c_omp)
+    c.add("NumPy (out=)", lambda: lambda: np.add(b, np.multiply(s, cc, out=tmp), out=out))
+    c.add("NumPy b+s*c", lambda: lambda: b + s * cc)
+    c.add("Numba parallel", numba_parallel)
+    return b + s * cc, c
+
+
+# ------------------------------------------------------------------------ running
+
+def time_call(call: Callable[[], np.ndarray], repeats: int) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def run_benchmark(bench: Benchmark, n: int, tools: Tools, warmup: int, repeats: int) -> dict:
+    """Runs every contender (warm-up + check, then the timed calls) and returns the figures."""
+    want, contenders = bench.setup(n, tools)
+    results: dict[str, dict] = {}
+    problems = dict(contenders.unavailable)
+    errors: dict[str, str] = {}
+    for label, call in contenders.calls.items():
+        try:
+            for _ in range(warmup):
+                got = call()
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        except Exception as e:  # a wrong result or a failing call: reported, not timed
+            errors[label] = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+            continue
+        times = time_call(call, repeats)
+        median = statistics.median(times)
+        results[label] = {
+            "median_ms": median * 1e3,
+            "min_ms": min(times) * 1e3,
+            "gb_per_s": bench.bytes_per_element * n / median / 1e9,
+            "exact": bool(np.array_equal(got, want)),
+        }
+    base = results.get(C_LABEL, {}).get("median_ms")
+    for figures in results.values():
+        figures["ratio_to_c"] = figures["median_ms"] / base if base else None
+    problems.update(errors)
+    return {"title": bench.title, "n": n, "bytes_per_element": bench.bytes_per_element,
+            "target": bench.target, "results": results, "not_run": problems,
+            "errors": sorted(errors)}
+
+
+def show(bench: Benchmark, record: dict) -> None:
+    table = Table(title=f"{bench.title}, N = 2^{record['n'].bit_length() - 1} = {record['n']:,}",
+                  caption=f"intentc target {bench.target}; GB/s counts "
+                          f"{record['bytes_per_element']} bytes/element")
+    for column in ("tool", "median ms", "min ms", "GB/s", "× C"):
+        table.add_column(column, justify="left" if column == "tool" else "right")
+    for label, f in record["results"].items():
+        ratio = f["ratio_to_c"]
+        ratio_text = "—" if ratio is None else f"{ratio:.2f}"
+        if label == "intentc" and ratio is not None:
+            colour = "green" if ratio <= bench.target_ratio else "red"
+            ratio_text = f"[{colour}]{ratio_text}[/]"
+        table.add_row(label, f"{f['median_ms']:.2f}", f"{f['min_ms']:.2f}", f"{f['gb_per_s']:.1f}",
+                      ratio_text)
+    for label, why in record["not_run"].items():
+        colour = "red" if label in record["errors"] or label == "intentc" else "dim"
+        table.add_row(label, f"[{colour}]not run: {escape(why)}[/]", "", "", "")
+    console.print(table)
+
+
+def machine() -> dict:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        gcc = None
+    numba_version = numba.__version__ if numba is not None else None
+    return {"cpu": cpu, "cpus": os.cpu_count(), "threads": THREADS, "python": platform.python_version(),
+            "numpy": np.__version__, "numba": numba_version, "gcc": gcc}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})")
+    parser.add_argument("--quick", action="store_true", help="smaller N, 7 repetitions, 1 warm-up")
+    parser.add_argument("--repeats", type=int, help="timed repetitions (at least 7; default 11, quick 7)")
+    parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the figures")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    repeats = max(7, args.repeats or (7 if args.quick else 11))
+    warmup = 1 if args.quick else 3
+
+    tools = Tools(BUILD)
+    report = {"generated": datetime.datetime.now().isoformat(timespec="seconds"),
+              "quick": args.quick, "repeats": repeats, "warmup": warmup,
+              "machine": machine(), "c_flags": C_FLAGS, "benchmarks": {}}
+    console.rule(f"intentc benchmarks · {THREADS} threads · median of {repeats} after {warmup} warm-up")
+    failed = False
+    for name in args.names or list(BENCHMARKS):
+        bench = BENCHMARKS[name]
+        n = bench.quick_n if args.quick else bench.n
+        record = run_benchmark(bench, n, tools, warmup, repeats)
+        show(bench, record)
+        report["benchmarks"][name] = record
+        failed |= bool(record["errors"]) or "intentc" not in record["results"]
+    report["intentc_build_s"] = tools.build_seconds
+    for source, seconds in tools.build_seconds.items():
+        console.print(f"intentc build {source}: {seconds:.2f} s")
+
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    console.print(f"figures written to {args.json}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
