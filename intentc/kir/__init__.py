@@ -1,0 +1,1 @@
+"""KIR, the Kernel IR: typed SSA with regions, explicit effects, a verifier and a text form."""

@@ -1,0 +1,295 @@
+"""What each KIR op means: families, operand/result rules, effects and local verification.
+
+Every op name is registered here once. Effects are queries on the IR (P3, R4, M4):
+
+- ``pure``       no effect; may be reordered, duplicated or removed when unused;
+- ``check``      may fail at run time with an error (bounds D5, shapes S1/S3, domains D1);
+- ``read``       reads the tensor operand ``operand`` (an external view: M2);
+- ``write``      writes the tensor operand ``operand``;
+- ``control``    structured control whose effects are those of its regions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from intentc.kir.core import Op
+from intentc.kir.types import BOOL, DOMAIN, INDEX, DType, TensorType, element_dtype
+
+
+class VerifyError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Effect:
+    kind: str  # pure | check | read | write | control
+    operand: int | None = None
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    family: str
+    effects: tuple[Effect, ...]
+    verify: Callable[[Op], None]
+    regions: int = 0
+    terminator: bool = False
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+PURE = (Effect("pure"),)
+CHECK = (Effect("check"),)
+CONTROL = (Effect("control"),)
+
+
+def _register(name, family, effects, verify, regions=0, terminator=False):
+    REGISTRY[name] = OpDef(name, family, tuple(effects), verify, regions, terminator)
+
+
+def _need(cond: bool, op: Op, message: str) -> None:
+    if not cond:
+        raise VerifyError(f"'{op.name}': {message}")
+
+
+def _arity(op: Op, operands: int, results: int) -> None:
+    _need(len(op.operands) == operands, op, f"expects {operands} operands, has {len(op.operands)}")
+    _need(len(op.results) == results, op, f"expects {results} results, has {len(op.results)}")
+
+
+# ---- core: constants, arithmetic, comparisons, casts ------------------------------
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr")
+UNARY_OPS = ("neg", "not", "abs", "exp", "log", "sqrt")
+FLOAT_ONLY = {"div", "exp", "log", "sqrt"}
+INT_OR_BOOL_ONLY = {"and", "or", "xor", "not"}
+INT_ONLY = {"shl", "shr"}
+CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+def _verify_const(op: Op) -> None:
+    _arity(op, 0, 1)
+    _need(isinstance(op.result.type, DType), op, "result must be a scalar")
+    _need("value" in op.attrs, op, "needs a 'value' attribute")
+
+
+def _check_dtype_class(op: Op, dtype: DType) -> None:
+    if op.name in FLOAT_ONLY:
+        _need(dtype.is_float, op, f"needs a float dtype, got {dtype}")
+    if op.name in INT_OR_BOOL_ONLY:
+        _need(dtype.is_int or dtype.is_bool, op, f"needs an integer or bool dtype, got {dtype}")
+    if op.name in INT_ONLY:
+        _need(dtype.is_int, op, f"needs an integer dtype, got {dtype}")
+
+
+def _verify_binary(op: Op) -> None:
+    _arity(op, 2, 1)
+    a, b = op.operands
+    _need(a.type == b.type, op, f"operand types differ: {a.type} and {b.type}")
+    _need(op.result.type == a.type, op, "result type must equal the operand type")
+    _check_dtype_class(op, element_dtype(a.type))
+
+
+def _verify_unary(op: Op) -> None:
+    _arity(op, 1, 1)
+    _need(op.result.type == op.operands[0].type, op, "result type must equal the operand type")
+    _check_dtype_class(op, element_dtype(op.operands[0].type))
+
+
+def _shaped_like(type_, dtype: DType):
+    return TensorType(dtype, type_.shape) if isinstance(type_, TensorType) else dtype
+
+
+def _verify_cmp(op: Op) -> None:
+    _arity(op, 2, 1)
+    a, b = op.operands
+    _need(a.type == b.type, op, f"operand types differ: {a.type} and {b.type}")
+    _need(op.attrs.get("pred") in CMP_PREDICATES, op, f"unknown predicate {op.attrs.get('pred')!r}")
+    _need(op.result.type == _shaped_like(a.type, BOOL), op, "result must be bool-shaped like the operands")
+
+
+def _verify_select(op: Op) -> None:
+    _arity(op, 3, 1)
+    cond, a, b = op.operands
+    _need(a.type == b.type == op.result.type, op, "both choices and the result need one type")
+    _need(cond.type == _shaped_like(a.type, BOOL), op, "the condition must be bool-shaped like the choices")
+
+
+def _verify_cast(op: Op) -> None:
+    _arity(op, 1, 1)
+    src = op.operands[0].type
+    _need(op.result.type == _shaped_like(src, element_dtype(op.result.type)), op,
+          "a cast changes only the dtype")
+
+
+for _name in BINARY_OPS:
+    _register(_name, "core", PURE, _verify_binary)
+for _name in UNARY_OPS:
+    _register(_name, "core", PURE, _verify_unary)
+_register("const", "core", PURE, _verify_const)
+_register("cmp", "core", PURE, _verify_cmp)
+_register("select", "core", PURE, _verify_select)
+_register("cast", "core", PURE, _verify_cast)
+
+
+# ---- relations: domains, extents, broadcasts ------------------------------------------
+def _verify_domain(op: Op) -> None:
+    _arity(op, 3, 1)
+    _need(all(v.type == INDEX for v in op.operands), op, "begin, end and step must be index")
+    _need(op.result.type == DOMAIN, op, "result must be a domain")
+
+
+def _verify_dim(op: Op) -> None:
+    _arity(op, 1, 1)
+    t = op.operands[0].type
+    _need(isinstance(t, TensorType), op, "operand must be a tensor")
+    _need(0 <= op.attrs.get("axis", -1) < t.rank, op, "axis out of range")
+    _need(op.result.type == (INDEX if op.name == "dim" else DOMAIN), op, "wrong result type")
+
+
+def _verify_domain_query(op: Op) -> None:
+    _arity(op, 1, 1)
+    _need(op.operands[0].type == DOMAIN and op.result.type == INDEX, op, "maps a domain to an index")
+
+
+def _verify_broadcast(op: Op) -> None:
+    """broadcast(x, e0..e{r-1}) {map}: result[i] = x[j] where source axis k aligns to result
+    axis map[k]; a source axis of extent 1 repeats (S2). Scalars broadcast with an empty map."""
+    src = op.operands[0].type
+    res = op.result.type
+    _need(isinstance(res, TensorType), op, "result must be a tensor")
+    _need(len(op.operands) == 1 + res.rank, op, "needs one extent operand per result axis")
+    _need(all(v.type == INDEX for v in op.operands[1:]), op, "extents must be index")
+    mapping = op.attrs.get("map", [])
+    src_rank = src.rank if isinstance(src, TensorType) else 0
+    _need(len(mapping) == src_rank, op, "map needs one entry per source axis")
+    _need(all(0 <= m < res.rank for m in mapping) and list(mapping) == sorted(set(mapping)), op,
+          "map must be increasing result axes")
+    _need(element_dtype(src) == res.dtype, op, "broadcast keeps the dtype")
+
+
+def _verify_bcast_extent(op: Op) -> None:
+    _arity(op, 2, 1)
+    _need(all(v.type == INDEX for v in op.operands) and op.result.type == INDEX, op, "index operands")
+
+
+def _verify_assert_eq(op: Op) -> None:
+    _arity(op, 2, 0)
+    _need(op.operands[0].type == op.operands[1].type == INDEX, op, "compares two index values")
+
+
+_register("domain", "relation", CHECK, _verify_domain)
+_register("dim", "relation", PURE, _verify_dim)
+_register("axis", "relation", PURE, _verify_dim)
+for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
+    _register(_name, "relation", PURE, _verify_domain_query)
+_register("broadcast", "relation", CHECK, _verify_broadcast)
+_register("bcast_extent", "relation", CHECK, _verify_bcast_extent)
+_register("assert_eq", "relation", CHECK, _verify_assert_eq)
+
+
+# ---- memory: element loads and stores ---------------------------------------------------
+def _verify_load(op: Op) -> None:
+    t = op.operands[0].type
+    _need(isinstance(t, TensorType), op, "first operand must be a tensor")
+    _need(len(op.operands) == 1 + t.rank, op, f"needs {t.rank} indices")
+    _need(all(v.type == INDEX for v in op.operands[1:]), op, "indices must be index")
+    _need(len(op.results) == 1 and op.result.type == t.dtype, op, "yields one element")
+
+
+def _verify_store(op: Op) -> None:
+    t = op.operands[0].type
+    _need(isinstance(t, TensorType), op, "first operand must be a tensor")
+    _need(len(op.operands) == 2 + t.rank, op, f"needs {t.rank} indices and a value")
+    _need(all(v.type == INDEX for v in op.operands[1:-1]), op, "indices must be index")
+    _need(op.operands[-1].type == t.dtype, op, "value must have the tensor's dtype")
+    _need(not op.results, op, "has no results")
+
+
+_register("load", "memory", (Effect("read", 0), Effect("check")), _verify_load)
+_register("store", "memory", (Effect("write", 0), Effect("check")), _verify_store)
+
+
+# ---- control: structured loops and branches ------------------------------------------------
+def _terminator(block, name):
+    return block.ops[-1] if block.ops and block.ops[-1].name == name else None
+
+
+def _yield_types(op: Op, block, name="yield"):
+    term = _terminator(block, name)
+    _need(term is not None, op, f"region must end with '{name}'")
+    return [v.type for v in term.operands]
+
+
+def _verify_for(op: Op) -> None:
+    _need(len(op.regions) == 1, op, "has one region")
+    _need(op.operands and op.operands[0].type == DOMAIN, op, "first operand is the domain")
+    carries = [v.type for v in op.operands[1:]]
+    body = op.regions[0]
+    _need([a.type for a in body.args] == [INDEX] + carries, op, "region args are (index, carries...)")
+    _need(_yield_types(op, body) == carries, op, "yield must pass the carries")
+    _need([r.type for r in op.results] == carries, op, "results are the final carries")
+
+
+def _verify_parallel(op: Op) -> None:
+    _need(len(op.regions) == 1, op, "has one region")
+    _need(op.operands and all(v.type == DOMAIN for v in op.operands), op, "operands are domains")
+    body = op.regions[0]
+    _need([a.type for a in body.args] == [INDEX] * len(op.operands), op, "one index argument per domain")
+    _need(_yield_types(op, body) == [], op, "no loop-carried values (P2)")
+    _need(not op.results, op, "has no results (P2)")
+
+
+def _verify_if(op: Op) -> None:
+    _need(len(op.operands) == 1 and op.operands[0].type == BOOL, op, "condition is a scalar bool (O1)")
+    _need(len(op.regions) == 2, op, "has a then and an else region")
+    types = [r.type for r in op.results]
+    for region in op.regions:
+        _need(not region.args, op, "regions take no arguments")
+        _need(_yield_types(op, region) == types, op, "both branches yield the result types")
+
+
+def _verify_while(op: Op) -> None:
+    _need(len(op.regions) == 2, op, "has a condition and a body region")
+    carries = [v.type for v in op.operands]
+    cond, body = op.regions
+    _need([a.type for a in cond.args] == carries and [a.type for a in body.args] == carries, op,
+          "both regions take the carries")
+    term = _terminator(cond, "condition")
+    _need(term is not None and len(term.operands) == 1 and term.operands[0].type == BOOL, op,
+          "the condition region ends with 'condition' of a bool")
+    _need(_yield_types(op, body) == carries, op, "the body yields the carries")
+    _need([r.type for r in op.results] == carries, op, "results are the final carries")
+
+
+def _verify_any(op: Op) -> None:
+    pass
+
+
+def _verify_call(op: Op) -> None:
+    _need(isinstance(op.attrs.get("callee"), str), op, "needs a 'callee' attribute")
+
+
+_register("for", "control", CONTROL, _verify_for, regions=1)
+_register("parallel", "control", CONTROL, _verify_parallel, regions=1)
+_register("if", "control", CONTROL, _verify_if, regions=2)
+_register("while", "control", CONTROL, _verify_while, regions=2)
+_register("call", "control", CONTROL, _verify_call)
+_register("yield", "control", PURE, _verify_any, terminator=True)
+_register("condition", "control", PURE, _verify_any, terminator=True)
+_register("return", "control", PURE, _verify_any, terminator=True)
+
+
+def opdef(name: str) -> OpDef:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise VerifyError(f"unknown op '{name}'") from None
+
+
+def effects(op: Op) -> tuple[Effect, ...]:
+    return opdef(op.name).effects
+
+
+def is_pure(op: Op) -> bool:
+    return effects(op) == PURE and not op.regions

@@ -1,0 +1,55 @@
+"""Type annotations of parameters, results and locals: ``f32``, ``f32[N, 4]``, ``(f32, i32)``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from intentc.diagnostics import error
+from intentc.kir.types import DTYPES, DType, TensorType
+from intentc.parse import ast
+
+
+@dataclass(frozen=True)
+class Annotated:
+    """A parameter or result type with its extents as written (names or literals, S1)."""
+
+    type: DType | TensorType
+    extents: tuple[str | int, ...] = ()
+
+
+def dtype_of(expr: ast.Expr) -> DType:
+    if isinstance(expr, ast.Name) and expr.id in DTYPES:
+        return DTYPES[expr.id]
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "I" \
+            and expr.attr in DTYPES:
+        return DTYPES[expr.attr]
+    raise error("expected a dtype", expr.span,
+                hint="dtypes are " + ", ".join(sorted(DTYPES)))
+
+
+def annotation(expr: ast.Expr) -> Annotated:
+    if isinstance(expr, ast.Subscript):
+        dtype = dtype_of(expr.value)
+        extents: list[str | int] = []
+        for item in expr.indices:
+            if isinstance(item, ast.Name):
+                if item.id in DTYPES:
+                    raise error(f"'{item.id}' is a dtype, not an extent name", item.span)
+                extents.append(item.id)
+            elif isinstance(item, ast.Constant) and isinstance(item.value, int) and not isinstance(item.value, bool):
+                if item.value < 0:
+                    raise error("an extent cannot be negative", item.span, rule="S1")
+                extents.append(item.value)
+            else:
+                raise error("an extent is a name or a non-negative integer literal", item.span, rule="S1",
+                            hint="write e.g. f32[N, 4]")
+        shape = tuple(e if isinstance(e, int) else None for e in extents)
+        return Annotated(TensorType(dtype, shape), tuple(extents))
+    return Annotated(dtype_of(expr))
+
+
+def result_annotations(expr: ast.Expr | None) -> list[Annotated]:
+    if expr is None:
+        return []
+    if isinstance(expr, ast.TupleExpr):
+        return [annotation(e) for e in expr.elts]
+    return [annotation(expr)]

@@ -1,0 +1,431 @@
+/* thread_pool.c - intent_parallel_for and the persistent worker pool behind it.
+ *
+ * Design, and why:
+ * - Workers are created on first use and kept: creating threads per call would
+ *   cost tens of microseconds, far more than a small parallel loop.
+ * - One job runs at a time (job_lock). A second application thread that finds
+ *   the pool busy runs its loop inline instead of waiting: its CPU would
+ *   otherwise sit idle, and the cores are busy with the other job anyway.
+ * - The range [0, n) is cut into contiguous chunks, a few per participant. Each
+ *   participant owns a block of consecutive chunks and takes them in order, so
+ *   with even work every thread streams through one contiguous block (as an
+ *   OpenMP static schedule would, and with the same cache affinity from call to
+ *   call). A participant that runs out of chunks takes the remaining ones of the
+ *   other blocks, so a late-waking or slower thread does not hold back the call.
+ * - Idle workers poll for a new job for a short while, then sleep on a condition
+ *   variable; back-to-back calls thus cost a few microseconds, and an idle
+ *   process burns no CPU. When the pool has more threads than CPUs, polling
+ *   would only steal time from the threads doing work, so they sleep at once.
+ * - A failing chunk records its status and message in the job; the failure with
+ *   the smallest begin wins and is copied to the calling thread, since messages
+ *   are thread-local. Chunks that start after a known failure are skipped: they
+ *   cannot change the outcome.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, pthread_setname_np */
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "intent_runtime.h"
+#include "runtime_internal.h"
+
+#define MAX_THREADS 512       /* caller included */
+#define CHUNKS_PER_THREAD 4   /* enough to rebalance, few enough to keep blocks long */
+#define SPIN_NS 200000        /* how long an idle thread polls before sleeping */
+#define CACHE_LINE 64
+
+/* ---- thread count ------------------------------------------------------------- */
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static int32_t cpu_count = 1;        /* CPUs this process may run on */
+static int32_t default_threads = 1;  /* INTENT_NUM_THREADS, else cpu_count */
+static _Atomic int32_t requested_threads; /* intent_set_num_threads; 0 = default */
+
+static void read_config(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef CPU_COUNT
+    /* A process confined by taskset or a container's cpuset gets no more
+     * threads than the CPUs it may actually use. */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        cpus = CPU_COUNT(&set);
+#endif
+    if (cpus < 1)
+        cpus = 1;
+    if (cpus > MAX_THREADS)
+        cpus = MAX_THREADS;
+    cpu_count = (int32_t)cpus;
+    default_threads = cpu_count;
+
+    const char *env = getenv("INTENT_NUM_THREADS");
+    if (env && *env) {
+        char *end = NULL;
+        errno = 0;
+        long value = strtol(env, &end, 10);
+        while (end && (*end == ' ' || *end == '\t' || *end == '\n'))
+            end++;
+        if (errno == 0 && end && *end == '\0' && value > 0)
+            default_threads = value > MAX_THREADS ? MAX_THREADS : (int32_t)value;
+    }
+}
+
+int32_t intent_get_num_threads(void)
+{
+    pthread_once(&config_once, read_config);
+    int32_t requested = atomic_load_explicit(&requested_threads, memory_order_relaxed);
+    return requested > 0 ? requested : default_threads;
+}
+
+void intent_set_num_threads(int32_t n)
+{
+    if (n < 0)
+        n = 0;
+    if (n > MAX_THREADS)
+        n = MAX_THREADS;
+    atomic_store_explicit(&requested_threads, n, memory_order_relaxed);
+}
+
+/* ---- replaceable backend -------------------------------------------------------- */
+
+static _Atomic(intent_parallel_backend) custom_backend;
+
+void intent_set_parallel_backend(intent_parallel_backend backend)
+{
+    atomic_store_explicit(&custom_backend, backend, memory_order_release);
+}
+
+/* ---- the pool ---------------------------------------------------------------------- */
+
+/* A participant's block of chunks: [next, end). */
+typedef struct {
+    _Alignas(CACHE_LINE) _Atomic int64_t next;
+    int64_t end;
+} Slot;
+
+typedef struct {
+    /* Read-only while the job runs. Chunk k covers [k*q + min(k, r), ...) with
+     * q + 1 indices when k < r and q otherwise. */
+    intent_task_fn fn;
+    void *closure;
+    int64_t q, r;
+    int32_t nslots;
+
+    _Alignas(CACHE_LINE) _Atomic int32_t pending;  /* workers still working on it */
+    _Alignas(CACHE_LINE) _Atomic int64_t failed;   /* smallest failing chunk, or INT64_MAX */
+    pthread_mutex_t failure_lock;                  /* guards the two fields below */
+    int32_t failure_status;
+    char failure_message[INTENT_ERROR_CAPACITY];
+
+    Slot slots[MAX_THREADS];
+} Job;
+
+static struct {
+    pthread_mutex_t job_lock;    /* held by the thread whose job the pool runs */
+    pthread_mutex_t sleep_lock;  /* with `wake` and `done`, for sleeping threads */
+    pthread_cond_t wake;         /* a new job was published (or shutdown) */
+    pthread_cond_t done;         /* the last worker finished the job */
+    _Atomic uint64_t word;       /* (generation << 32) | participants of the current job */
+    _Atomic int32_t sleepers;    /* workers blocked on `wake` */
+    _Atomic int32_t caller_sleeping;
+    _Atomic int32_t shutdown;
+    _Atomic int64_t spin_ns;
+    int32_t nworkers;            /* workers 1..nworkers exist; the caller is participant 0 */
+    pthread_t threads[MAX_THREADS];
+    uint64_t start_word[MAX_THREADS];
+    Job job;
+} pool = {
+    .job_lock = PTHREAD_MUTEX_INITIALIZER,
+    .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+    .job = {.failure_lock = PTHREAD_MUTEX_INITIALIZER},
+};
+
+/* Set on pool threads and on a caller while it runs chunks: a parallel_for made
+ * from inside a task then runs inline instead of waiting on the pool it is in. */
+static _Thread_local int tls_in_task;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void record_failure(Job *job, int64_t chunk, int32_t status, int64_t begin, int64_t end,
+                           uint64_t serial_before)
+{
+    pthread_mutex_lock(&job->failure_lock);
+    if (chunk < atomic_load_explicit(&job->failed, memory_order_relaxed)) {
+        job->failure_status = status;
+        if (intent__error_serial() != serial_before) {
+            const char *msg = intent_last_error();
+            size_t len = strnlen(msg, sizeof job->failure_message - 1);
+            memcpy(job->failure_message, msg, len);
+            job->failure_message[len] = '\0';
+        } else {
+            /* The task failed without leaving a message; do not pass on a stale one. */
+            snprintf(job->failure_message, sizeof job->failure_message,
+                     "parallel task over [%lld, %lld) failed with status %d", (long long)begin,
+                     (long long)end, (int)status);
+        }
+        atomic_store_explicit(&job->failed, chunk, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&job->failure_lock);
+}
+
+/* Runs chunks, first from participant `self`'s own block, then from the others'. */
+static void run_chunks(Job *job, int32_t self)
+{
+    const int32_t nslots = job->nslots;
+    for (int32_t i = 0; i < nslots; i++) {
+        int32_t s = self + i < nslots ? self + i : self + i - nslots;
+        Slot *slot = &job->slots[s];
+        for (;;) {
+            int64_t k = atomic_fetch_add_explicit(&slot->next, 1, memory_order_relaxed);
+            if (k >= slot->end)
+                break;
+            /* Later chunks of this block cannot beat a failure that comes before. */
+            if (k > atomic_load_explicit(&job->failed, memory_order_relaxed))
+                break;
+            int64_t begin = k * job->q + (k < job->r ? k : job->r);
+            int64_t end = begin + job->q + (k < job->r);
+            uint64_t serial = intent__error_serial();
+            int32_t status = job->fn(job->closure, begin, end);
+            if (status != 0)
+                record_failure(job, k, status, begin, end, serial);
+        }
+    }
+}
+
+/* Returns the first job word different from `seen` (or the current one on shutdown). */
+static uint64_t wait_for_job(uint64_t seen)
+{
+    int64_t spin = atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
+    if (spin > 0) {
+        int64_t deadline = 0;
+        for (uint32_t i = 1;; i++) {
+            uint64_t word = atomic_load_explicit(&pool.word, memory_order_acquire);
+            if (word != seen || atomic_load_explicit(&pool.shutdown, memory_order_relaxed))
+                return word;
+            if ((i & 63) == 0) {
+                int64_t t = now_ns();
+                if (!deadline)
+                    deadline = t + spin;
+                else if (t >= deadline)
+                    break;
+            }
+            cpu_relax();
+        }
+    }
+    /* Announce the sleep before the last look at `word`; the publisher stores
+     * `word` before reading `sleepers`, so one of the two sees the other. */
+    pthread_mutex_lock(&pool.sleep_lock);
+    atomic_fetch_add(&pool.sleepers, 1);
+    uint64_t word;
+    while ((word = atomic_load(&pool.word)) == seen && !atomic_load(&pool.shutdown))
+        pthread_cond_wait(&pool.wake, &pool.sleep_lock);
+    atomic_fetch_sub(&pool.sleepers, 1);
+    pthread_mutex_unlock(&pool.sleep_lock);
+    return word;
+}
+
+static void *worker_main(void *arg)
+{
+    const int32_t id = (int32_t)(intptr_t)arg;
+    uint64_t seen = pool.start_word[id];
+    tls_in_task = 1;
+    for (;;) {
+        uint64_t word = wait_for_job(seen);
+        if (atomic_load(&pool.shutdown))
+            break;
+        seen = word;
+        if (id >= (int32_t)(word & 0xffffffffu))
+            continue; /* not a participant of this job */
+        run_chunks(&pool.job, id);
+        /* The decrement is this worker's last access to the job: the caller may
+         * publish the next one as soon as `pending` reaches 0. */
+        if (atomic_fetch_sub(&pool.job.pending, 1) == 1 && atomic_load(&pool.caller_sleeping)) {
+            pthread_mutex_lock(&pool.sleep_lock);
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.sleep_lock);
+        }
+    }
+    return NULL;
+}
+
+static void after_fork_in_child(void)
+{
+    /* Only the forking thread survives: forget the workers, and reset locks that
+     * another thread may have held at the time of the fork. */
+    pool.nworkers = 0;
+    pthread_mutex_init(&pool.job_lock, NULL);
+    pthread_mutex_init(&pool.sleep_lock, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pthread_mutex_init(&pool.job.failure_lock, NULL);
+    atomic_store(&pool.sleepers, 0);
+    atomic_store(&pool.caller_sleeping, 0);
+    atomic_store(&pool.shutdown, 0);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/* Makes sure `want` workers exist; returns how many can take part (fewer if
+ * the system refuses more threads). Called with job_lock held. */
+static int32_t ensure_workers(int32_t want)
+{
+    if (want > MAX_THREADS - 1)
+        want = MAX_THREADS - 1;
+    if (pool.nworkers >= want)
+        return want;
+    pthread_once(&atfork_once, register_atfork);
+    /* Workers block all signals so that signals meant for the process reach
+     * the application's own threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    uint64_t word = atomic_load(&pool.word);
+    while (pool.nworkers < want) {
+        int32_t id = pool.nworkers + 1;
+        pool.start_word[id] = word; /* so a late-starting worker cannot miss the next job */
+        if (pthread_create(&pool.threads[id], NULL, worker_main, (void *)(intptr_t)id) != 0)
+            break;
+#ifdef __GLIBC__
+        pthread_setname_np(pool.threads[id], "intent-worker");
+#endif
+        pool.nworkers = id;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return pool.nworkers < want ? pool.nworkers : want;
+}
+
+static void wait_for_workers(Job *job)
+{
+    if (atomic_load_explicit(&job->pending, memory_order_acquire) == 0)
+        return;
+    int64_t spin = atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
+    if (spin > 0) {
+        int64_t deadline = now_ns() + spin;
+        for (uint32_t i = 1;; i++) {
+            if (atomic_load_explicit(&job->pending, memory_order_acquire) == 0)
+                return;
+            if ((i & 63) == 0 && now_ns() >= deadline)
+                break;
+            cpu_relax();
+        }
+    }
+    pthread_mutex_lock(&pool.sleep_lock);
+    atomic_store(&pool.caller_sleeping, 1);
+    while (atomic_load(&job->pending) != 0)
+        pthread_cond_wait(&pool.done, &pool.sleep_lock);
+    atomic_store(&pool.caller_sleeping, 0);
+    pthread_mutex_unlock(&pool.sleep_lock);
+}
+
+int32_t intent_parallel_for(int64_t n, intent_task_fn fn, void *closure)
+{
+    if (n <= 0)
+        return INTENT_OK;
+    if (!fn)
+        return intent_error(INTENT_E_INTERNAL, "intent_parallel_for: null task function");
+    intent_parallel_backend backend = atomic_load_explicit(&custom_backend, memory_order_acquire);
+    if (backend)
+        return backend(n, fn, closure);
+    if (tls_in_task)
+        return fn(closure, 0, n); /* nested: this thread is already one of the pool's */
+    int32_t threads = intent_get_num_threads();
+    if (n == 1 || threads <= 1)
+        return fn(closure, 0, n);
+    if (pthread_mutex_trylock(&pool.job_lock) != 0)
+        return fn(closure, 0, n); /* another application thread's job is running */
+
+    int32_t participants = (int64_t)threads < n ? threads : (int32_t)n;
+    participants = ensure_workers(participants - 1) + 1;
+    if (participants <= 1) {
+        pthread_mutex_unlock(&pool.job_lock);
+        return fn(closure, 0, n);
+    }
+
+    Job *job = &pool.job;
+    int64_t nchunks = (int64_t)participants * CHUNKS_PER_THREAD;
+    if (nchunks > n)
+        nchunks = n;
+    job->fn = fn;
+    job->closure = closure;
+    job->q = n / nchunks;
+    job->r = n % nchunks;
+    job->nslots = participants;
+    for (int32_t s = 0; s < participants; s++) {
+        atomic_store_explicit(&job->slots[s].next, nchunks * s / participants,
+                              memory_order_relaxed);
+        job->slots[s].end = nchunks * (s + 1) / participants;
+    }
+    atomic_store_explicit(&job->failed, INT64_MAX, memory_order_relaxed);
+    atomic_store_explicit(&job->pending, participants - 1, memory_order_relaxed);
+    atomic_store_explicit(&pool.spin_ns, pool.nworkers + 1 > cpu_count ? 0 : SPIN_NS,
+                          memory_order_relaxed);
+
+    /* Publish (the store releases the fields above), then wake sleepers if any. */
+    uint64_t generation = (atomic_load_explicit(&pool.word, memory_order_relaxed) >> 32) + 1;
+    atomic_store(&pool.word, (generation << 32) | (uint64_t)participants);
+    if (atomic_load(&pool.sleepers) > 0) {
+        pthread_mutex_lock(&pool.sleep_lock);
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.sleep_lock);
+    }
+
+    tls_in_task = 1;
+    run_chunks(job, 0);
+    tls_in_task = 0;
+    wait_for_workers(job);
+
+    int32_t status = INTENT_OK;
+    if (atomic_load_explicit(&job->failed, memory_order_relaxed) != INT64_MAX)
+        status = intent_error(job->failure_status, "%s", job->failure_message);
+    pthread_mutex_unlock(&pool.job_lock);
+    return status;
+}
+
+/* Stops the workers when the library is unloaded (dlclose) or the process exits,
+ * so no thread is left running code that is no longer mapped. */
+__attribute__((destructor)) static void stop_workers(void)
+{
+    if (pool.nworkers == 0)
+        return;
+    if (pthread_mutex_trylock(&pool.job_lock) != 0)
+        return; /* a job is running (exit from inside a task): leave the threads be */
+    atomic_store(&pool.shutdown, 1);
+    pthread_mutex_lock(&pool.sleep_lock);
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.sleep_lock);
+    for (int32_t id = 1; id <= pool.nworkers; id++)
+        pthread_join(pool.threads[id], NULL);
+    pool.nworkers = 0;
+    atomic_store(&pool.shutdown, 0);
+    pthread_mutex_unlock(&pool.job_lock);
+}
