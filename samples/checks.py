@@ -110,8 +110,8 @@ def check_saxpy(m) -> str:
     t.refused_call("x is f64", lambda: m.saxpy(2.0, x.astype(np.float64), y, out=out), E_DTYPE, out)
     t.refused_call("out is f64", lambda: m.saxpy(2.0, x, y, out=np.zeros(n)), E_DTYPE, out)
     t.refused_call("x has rank 2", lambda: m.saxpy(2.0, x.reshape(1, n), y, out=out), E_RANK, out)
-    t.refused_call("out has a zero stride",
-                   lambda: m.saxpy(2.0, x, y, out=np.broadcast_to(out[:1], (n,))), E_STRIDE, out)
+    zero_stride = np.lib.stride_tricks.as_strided(out, shape=(n,), strides=(0,))  # writable
+    t.refused_call("out has a zero stride", lambda: m.saxpy(2.0, x, y, out=zero_stride), E_STRIDE, out)
     return t.summary()
 
 
