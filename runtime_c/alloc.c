@@ -8,7 +8,6 @@
 #include <stdlib.h>
 
 #include "intent_runtime.h"
-#include "runtime_internal.h"
 
 #define INTENT_ALLOC_ALIGN 64
 

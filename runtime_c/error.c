@@ -11,7 +11,6 @@
 #include "runtime_internal.h"
 
 static _Thread_local char tls_message[INTENT_ERROR_CAPACITY];
-static _Thread_local uint64_t tls_serial;
 
 const char *intent_last_error(void)
 {
@@ -34,7 +33,6 @@ int32_t intent_error(int32_t code, const char *fmt, ...)
             scratch[sizeof scratch - 1] = '\0';
     }
     memcpy(tls_message, scratch, strlen(scratch) + 1);
-    tls_serial++;
     return code;
 }
 
@@ -43,12 +41,8 @@ void intent_clear_error(void)
     tls_message[0] = '\0';
 }
 
+/* Identifies the runtime in diagnostics; here because this file is in every build. */
 const char *intent_runtime_version(void)
 {
     return "intent-runtime 1";
-}
-
-uint64_t intent__error_serial(void)
-{
-    return tls_serial;
 }

@@ -117,11 +117,17 @@ INTENT_API int32_t intent_check_tensor(const IntentTensor *t, const char *kernel
 /* Runs the indices [begin, end); returns 0 or a status (after intent_error). */
 typedef int32_t (*intent_task_fn)(void *closure, int64_t begin, int64_t end);
 
-/* Runs fn over [0, n) split into contiguous sub-ranges on the thread pool; the
- * calling thread takes part. Which thread runs which index is unspecified.
- * Returns 0, or the status of the failing sub-range with the smallest begin, whose
- * message then becomes the calling thread's last error. Calls made from inside a
- * task run inline. n <= 0 returns 0 without calling fn. */
+/* Runs fn over [0, n) split into contiguous, non-empty sub-ranges on the thread
+ * pool; the calling thread takes part. Which thread runs which index, and how
+ * the range is split, is unspecified. Returns 0, or the status of the failing
+ * sub-range with the smallest begin, whose message (or, if the task left none,
+ * a generic one) becomes the calling thread's last error; a successful call
+ * leaves that message as it was. Sub-ranges that start after a failing one may
+ * be skipped. n <= 0 returns 0 without calling fn; n == 1, one thread, a call
+ * from inside a task, and a call made while another application thread's job
+ * occupies the pool all run fn(closure, 0, n) inline on the calling thread.
+ * With a backend installed (intent_set_parallel_backend), every call with
+ * n > 0 goes to it instead. */
 INTENT_API int32_t intent_parallel_for(int64_t n, intent_task_fn fn, void *closure);
 
 /* Threads a parallel_for uses: the last intent_set_num_threads(n > 0), else the

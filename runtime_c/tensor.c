@@ -7,7 +7,6 @@
 #include <stdio.h>
 
 #include "intent_runtime.h"
-#include "runtime_internal.h"
 
 /* The descriptor must stay a DLTensor: generated code and Python cast between them. */
 #if UINTPTR_MAX == UINT64_MAX

@@ -12,10 +12,14 @@
  *   OpenMP static schedule would, and with the same cache affinity from call to
  *   call). A participant that runs out of chunks takes the remaining ones of the
  *   other blocks, so a late-waking or slower thread does not hold back the call.
- * - Idle workers poll for a new job for a short while, then sleep on a condition
- *   variable; back-to-back calls thus cost a few microseconds, and an idle
- *   process burns no CPU. When the pool has more threads than CPUs, polling
- *   would only steal time from the threads doing work, so they sleep at once.
+ * - Idle workers poll for a new job for up to a millisecond, then sleep on a
+ *   condition variable: calls that follow each other closely cost well under a
+ *   microsecond of overhead, and an idle process burns no CPU. The polling time
+ *   adapts: after a sleep longer than that (jobs are rare) a worker sleeps at
+ *   once, since polling then only wastes a CPU and, on virtual CPUs, delays the
+ *   wake-up of the thread that has work. A caller that had to wake sleeping
+ *   workers blocks rather than polls while it waits for them, for the same
+ *   reason. When the pool has more threads than CPUs nobody polls.
  * - A failing chunk records its status and message in the job; the failure with
  *   the smallest begin wins and is copied to the calling thread, since messages
  *   are thread-local. Chunks that start after a known failure are skipped: they
@@ -40,7 +44,9 @@
 
 #define MAX_THREADS 512       /* caller included */
 #define CHUNKS_PER_THREAD 4   /* enough to rebalance, few enough to keep blocks long */
-#define SPIN_NS 200000        /* how long an idle thread polls before sleeping */
+#ifndef INTENT_POOL_SPIN_NS
+#define INTENT_POOL_SPIN_NS 1000000 /* longest an idle thread polls before sleeping */
+#endif
 #define CACHE_LINE 64
 
 /* ---- thread count ------------------------------------------------------------- */
@@ -171,19 +177,18 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void record_failure(Job *job, int64_t chunk, int32_t status, int64_t begin, int64_t end,
-                           uint64_t serial_before)
+/* Called on the thread whose task failed: its message is thread-local. */
+static void record_failure(Job *job, int64_t chunk, int32_t status, int64_t begin, int64_t end)
 {
     pthread_mutex_lock(&job->failure_lock);
     if (chunk < atomic_load_explicit(&job->failed, memory_order_relaxed)) {
         job->failure_status = status;
-        if (intent__error_serial() != serial_before) {
-            const char *msg = intent_last_error();
+        const char *msg = intent_last_error();
+        if (msg[0]) {
             size_t len = strnlen(msg, sizeof job->failure_message - 1);
             memcpy(job->failure_message, msg, len);
             job->failure_message[len] = '\0';
         } else {
-            /* The task failed without leaving a message; do not pass on a stale one. */
             snprintf(job->failure_message, sizeof job->failure_message,
                      "parallel task over [%lld, %lld) failed with status %d", (long long)begin,
                      (long long)end, (int)status);
@@ -209,33 +214,50 @@ static void run_chunks(Job *job, int32_t self)
                 break;
             int64_t begin = k * job->q + (k < job->r ? k : job->r);
             int64_t end = begin + job->q + (k < job->r);
-            uint64_t serial = intent__error_serial();
+            /* Start from an empty message, so that a task failing without one is
+             * not blamed with an older message. */
+            intent_clear_error();
             int32_t status = job->fn(job->closure, begin, end);
             if (status != 0)
-                record_failure(job, k, status, begin, end, serial);
+                record_failure(job, k, status, begin, end);
         }
     }
 }
 
-/* Returns the first job word different from `seen` (or the current one on shutdown). */
-static uint64_t wait_for_job(uint64_t seen)
+/* Polls `done(arg)` for up to `budget` ns; returns whether it became true. */
+static int spin_until(int (*done)(const void *), const void *arg, int64_t budget)
 {
-    int64_t spin = atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
-    if (spin > 0) {
-        int64_t deadline = 0;
-        for (uint32_t i = 1;; i++) {
-            uint64_t word = atomic_load_explicit(&pool.word, memory_order_acquire);
-            if (word != seen || atomic_load_explicit(&pool.shutdown, memory_order_relaxed))
-                return word;
-            if ((i & 63) == 0) {
-                int64_t t = now_ns();
-                if (!deadline)
-                    deadline = t + spin;
-                else if (t >= deadline)
-                    break;
-            }
-            cpu_relax();
-        }
+    if (budget <= 0)
+        return 0;
+    int64_t deadline = now_ns() + budget;
+    for (uint32_t i = 1;; i++) {
+        if (done(arg))
+            return 1;
+        if ((i & 63) == 0 && now_ns() >= deadline)
+            return 0;
+        cpu_relax();
+    }
+}
+
+static int job_published(const void *seen)
+{
+    return atomic_load_explicit(&pool.word, memory_order_acquire) != *(const uint64_t *)seen ||
+           atomic_load_explicit(&pool.shutdown, memory_order_relaxed);
+}
+
+/* Waits for a job word different from `seen` (or for shutdown) and returns it.
+ *
+ * *budget is how long to poll first. It adapts to the rate of jobs: polling
+ * only pays when the next job comes soon, and a polling thread can delay the
+ * wake-up of others (notably on virtual CPUs), so after a long idle period the
+ * worker sleeps at once; a short sleep shows jobs are frequent again. */
+static uint64_t wait_for_job(uint64_t seen, int64_t *budget)
+{
+    const int64_t cap = atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
+    int64_t start = now_ns();
+    if (spin_until(job_published, &seen, *budget < cap ? *budget : cap)) {
+        *budget = cap;
+        return atomic_load_explicit(&pool.word, memory_order_acquire);
     }
     /* Announce the sleep before the last look at `word`; the publisher stores
      * `word` before reading `sleepers`, so one of the two sees the other. */
@@ -246,6 +268,7 @@ static uint64_t wait_for_job(uint64_t seen)
         pthread_cond_wait(&pool.wake, &pool.sleep_lock);
     atomic_fetch_sub(&pool.sleepers, 1);
     pthread_mutex_unlock(&pool.sleep_lock);
+    *budget = now_ns() - start < cap ? cap : 0;
     return word;
 }
 
@@ -253,9 +276,10 @@ static void *worker_main(void *arg)
 {
     const int32_t id = (int32_t)(intptr_t)arg;
     uint64_t seen = pool.start_word[id];
+    int64_t budget = 0; /* a new worker starts with a job at hand */
     tls_in_task = 1;
     for (;;) {
-        uint64_t word = wait_for_job(seen);
+        uint64_t word = wait_for_job(seen, &budget);
         if (atomic_load(&pool.shutdown))
             break;
         seen = word;
@@ -324,21 +348,16 @@ static int32_t ensure_workers(int32_t want)
     return pool.nworkers < want ? pool.nworkers : want;
 }
 
-static void wait_for_workers(Job *job)
+static int workers_done(const void *job)
 {
-    if (atomic_load_explicit(&job->pending, memory_order_acquire) == 0)
+    return atomic_load_explicit(&((const Job *)job)->pending, memory_order_acquire) == 0;
+}
+
+/* Waits until every worker of the job has finished, polling for up to `budget` ns. */
+static void wait_for_workers(Job *job, int64_t budget)
+{
+    if (workers_done(job) || spin_until(workers_done, job, budget))
         return;
-    int64_t spin = atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
-    if (spin > 0) {
-        int64_t deadline = now_ns() + spin;
-        for (uint32_t i = 1;; i++) {
-            if (atomic_load_explicit(&job->pending, memory_order_acquire) == 0)
-                return;
-            if ((i & 63) == 0 && now_ns() >= deadline)
-                break;
-            cpu_relax();
-        }
-    }
     pthread_mutex_lock(&pool.sleep_lock);
     atomic_store(&pool.caller_sleeping, 1);
     while (atomic_load(&job->pending) != 0)
@@ -387,26 +406,39 @@ int32_t intent_parallel_for(int64_t n, intent_task_fn fn, void *closure)
     }
     atomic_store_explicit(&job->failed, INT64_MAX, memory_order_relaxed);
     atomic_store_explicit(&job->pending, participants - 1, memory_order_relaxed);
-    atomic_store_explicit(&pool.spin_ns, pool.nworkers + 1 > cpu_count ? 0 : SPIN_NS,
+    atomic_store_explicit(&pool.spin_ns, pool.nworkers + 1 > cpu_count ? 0 : INTENT_POOL_SPIN_NS,
                           memory_order_relaxed);
 
     /* Publish (the store releases the fields above), then wake sleepers if any. */
     uint64_t generation = (atomic_load_explicit(&pool.word, memory_order_relaxed) >> 32) + 1;
     atomic_store(&pool.word, (generation << 32) | (uint64_t)participants);
-    if (atomic_load(&pool.sleepers) > 0) {
+    int woke_sleepers = atomic_load(&pool.sleepers) > 0;
+    if (woke_sleepers) {
         pthread_mutex_lock(&pool.sleep_lock);
         pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.sleep_lock);
     }
 
+    /* run_chunks clears this thread's message; a successful call must leave
+     * the caller's last error as it was. */
+    char saved[INTENT_ERROR_CAPACITY];
+    const char *message = intent_last_error();
+    size_t saved_len = strnlen(message, sizeof saved - 1);
+    memcpy(saved, message, saved_len);
+    saved[saved_len] = '\0';
+
     tls_in_task = 1;
     run_chunks(job, 0);
     tls_in_task = 0;
-    wait_for_workers(job);
+    /* Workers that had to be woken take a while; polling for them would only
+     * compete with their wake-up for a CPU. */
+    wait_for_workers(job, woke_sleepers ? 0 : atomic_load(&pool.spin_ns));
 
     int32_t status = INTENT_OK;
     if (atomic_load_explicit(&job->failed, memory_order_relaxed) != INT64_MAX)
         status = intent_error(job->failure_status, "%s", job->failure_message);
+    else if (strcmp(intent_last_error(), saved) != 0)
+        intent_error(INTENT_OK, "%s", saved);
     pthread_mutex_unlock(&pool.job_lock);
     return status;
 }

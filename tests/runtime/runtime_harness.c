@@ -186,13 +186,14 @@ H_API int32_t h_threads_used(int64_t n, int32_t ms)
 /* ---- failures ------------------------------------------------------------------------ */
 
 typedef struct {
-    const int64_t *bad; /* sorted */
+    const int64_t *bad;      /* sorted */
+    const int32_t *delay_ms; /* per bad index: how long it waits before failing, or NULL */
     int32_t nbad;
-    int32_t slow_ms;     /* the smallest bad index waits this long before failing */
     int32_t set_message;
 } Failing;
 
-static int is_bad(const Failing *f, int64_t i)
+/* Position of i in f->bad, or -1. */
+static int32_t bad_position(const Failing *f, int64_t i)
 {
     int32_t lo = 0, hi = f->nbad;
     while (lo < hi) {
@@ -202,17 +203,18 @@ static int is_bad(const Failing *f, int64_t i)
         else
             hi = mid;
     }
-    return lo < f->nbad && f->bad[lo] == i;
+    return lo < f->nbad && f->bad[lo] == i ? lo : -1;
 }
 
 static int32_t failing_task(void *closure, int64_t begin, int64_t end)
 {
     const Failing *f = closure;
     for (int64_t i = begin; i < end; i++) {
-        if (!is_bad(f, i))
+        int32_t at = bad_position(f, i);
+        if (at < 0)
             continue;
-        if (f->slow_ms && i == f->bad[0])
-            sleep_ms(f->slow_ms);
+        if (f->delay_ms && f->delay_ms[at] > 0)
+            sleep_ms(f->delay_ms[at]);
         int32_t status = (int32_t)(-100 - i);
         if (f->set_message)
             return intent_error(status, "bad index %lld", (long long)i);
@@ -221,12 +223,13 @@ static int32_t failing_task(void *closure, int64_t begin, int64_t end)
     return 0;
 }
 
-/* Fails at the indices in `bad` (sorted) with status -100-i and message
- * "bad index i" (or no message); returns parallel_for's status. */
-H_API int32_t h_fail(int64_t n, const int64_t *bad, int32_t nbad, int32_t slow_ms,
+/* Fails at the indices in `bad` (sorted), after waiting delay_ms[j] for bad[j],
+ * with status -100-i and message "bad index i" (or no message); returns
+ * parallel_for's status. */
+H_API int32_t h_fail(int64_t n, const int64_t *bad, const int32_t *delay_ms, int32_t nbad,
                      int32_t set_message)
 {
-    Failing f = {bad, nbad, slow_ms, set_message};
+    Failing f = {bad, delay_ms, nbad, set_message};
     return intent_parallel_for(n, failing_task, &f);
 }
 

@@ -100,8 +100,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "h_errors_are_thread_local": (ctypes.c_int32, []),
         "h_cover": (ctypes.c_int64, [ctypes.c_int64, ctypes.POINTER(ctypes.c_int32), I64P]),
         "h_threads_used": (ctypes.c_int32, [ctypes.c_int64, ctypes.c_int32]),
-        "h_fail": (ctypes.c_int32, [ctypes.c_int64, I64P, ctypes.c_int32, ctypes.c_int32,
-                                    ctypes.c_int32]),
+        "h_fail": (ctypes.c_int32, [ctypes.c_int64, I64P, ctypes.POINTER(ctypes.c_int32),
+                                    ctypes.c_int32, ctypes.c_int32]),
         "h_nested": (ctypes.c_int32, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, I64P,
                                       I64P]),
         "h_use_serial_backend": (None, [ctypes.c_int32]),
@@ -503,9 +503,15 @@ def test_parallel_for_python_task(rt):
     assert sorted(seen) == list(range(100))
 
 
-def fail(rt, n, bad, slow_ms=0, set_message=1):
-    array = (ctypes.c_int64 * max(len(bad), 1))(*sorted(bad))
-    return rt.h_fail(n, array, len(bad), slow_ms, set_message)
+def fail(rt, n, bad, delays=None, set_message=1):
+    """parallel_for(n) whose index i fails (status -100-i, message "bad index i")
+    for i in `bad`, after sleeping delays[i] milliseconds."""
+    bad = sorted(bad)
+    indices = (ctypes.c_int64 * max(len(bad), 1))(*bad)
+    delay = None
+    if delays:
+        delay = (ctypes.c_int32 * max(len(bad), 1))(*[delays.get(i, 0) for i in bad])
+    return rt.h_fail(n, indices, delay, len(bad), set_message)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 7])
@@ -530,7 +536,15 @@ def test_parallel_for_smallest_failure_wins_even_when_it_comes_last(rt, threads)
     rt.intent_set_num_threads(threads)
     # Index 5 fails 50 ms after all the others have failed.
     bad = [5] + list(range(200, 1000, 50))
-    assert fail(rt, 1000, bad, slow_ms=50) == -105
+    assert fail(rt, 1000, bad, delays={5: 50}) == -105
+    assert last_error(rt) == "bad index 5"
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_parallel_for_later_failure_does_not_replace_a_smaller_one(rt, threads):
+    rt.intent_set_num_threads(threads)
+    # Both failing ranges start at once; the larger index fails 40 ms later.
+    assert fail(rt, 1000, [5, 900], delays={5: 20, 900: 60}) == -105
     assert last_error(rt) == "bad index 5"
 
 
@@ -599,8 +613,8 @@ print(lib.intent_get_num_threads())
 
 
 @pytest.mark.parametrize("value,expected", [
-    ("5", 5), ("1", 1), (" 12 ", 12), ("0", None), ("-3", None), ("abc", None), ("", None),
-    (None, None),
+    ("5", 5), ("1", 1), (" 12 ", 12), ("0", None), ("-3", None), ("abc", None), ("7x", None),
+    ("", None), (None, None),
 ])
 def test_num_threads_environment_variable(lib_path, value, expected):
     env = {} if value is None else {"INTENT_NUM_THREADS": value}
@@ -667,16 +681,22 @@ def test_unloading_stops_the_workers(lib_path, tmp_path):
     copy = tmp_path / "libunload.so"
     shutil.copy(lib_path, copy)
     script = f"""
-import _ctypes, ctypes, time
+import _ctypes, ctypes, os, time
+def threads():
+    return len(os.listdir("/proc/self/task"))
+before = threads()
 lib = ctypes.CDLL({str(copy)!r})
 lib.h_cover.restype = ctypes.c_int64
 lib.h_cover.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
 lib.intent_set_num_threads(4)
 assert lib.h_cover(100000, None, None) == 0
+assert threads() == before + 3, (before, threads())
 handle = lib._handle
 del lib
 _ctypes.dlclose(handle)
-time.sleep(0.5)  # workers still polling unmapped code would crash by now
+# No worker may outlive the code it runs.
+assert threads() == before, (before, threads())
+time.sleep(0.2)
 print("ok")
 """
     proc = _run_python(script)
