@@ -76,6 +76,7 @@ class Param:
     name: str
     mutable: bool = False
     extents: tuple[str | int, ...] = ()  # named or literal extents for tensors (S1)
+    result: bool = False  # a returned tensor, passed by the caller as an output (ABI)
 
 
 @dataclass

@@ -183,7 +183,7 @@ _register("dim", "relation", PURE, _verify_dim)
 _register("axis", "relation", PURE, _verify_dim)
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     _register(_name, "relation", PURE, _verify_domain_query)
-_register("broadcast", "relation", CHECK, _verify_broadcast)
+_register("broadcast", "relation", PURE, _verify_broadcast)  # bcast_extent holds the check
 _register("bcast_extent", "relation", CHECK, _verify_bcast_extent)
 _register("assert_eq", "relation", CHECK, _verify_assert_eq)
 

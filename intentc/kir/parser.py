@@ -15,7 +15,7 @@ class KirSyntaxError(Exception):
 
 _VALUE_DEF = re.compile(r"%([A-Za-z0-9_.]+):(tensor<[^>]*>|[A-Za-z0-9_]+)")
 _FUNC_HEAD = re.compile(r"^(kernel|fn) @([A-Za-z_][A-Za-z0-9_]*)\((.*)\) -> \((.*?)\)(.*)\{$")
-_PARAM = re.compile(r"^%([A-Za-z0-9_.]+): (tensor<[^>]*>|[A-Za-z0-9_]+)( mut)?( \[.*\])?$")
+_PARAM = re.compile(r"^%([A-Za-z0-9_.]+): (tensor<[^>]*>|[A-Za-z0-9_]+)( mut| result)?( \[.*\])?$")
 _OP = re.compile(r"^(?:(.*?) = )?([a-z_][a-z0-9_]*)\((.*?)\)(.*)$")
 
 
@@ -93,7 +93,8 @@ class _Reader:
                 raise KirSyntaxError(line_no, f"bad parameter {item!r}")
             pname, ptype, mut, extents = pm.groups()
             args.append(self.define(line_no, pname, ptype))
-            params.append(Param(pname, bool(mut), tuple(json.loads(extents)) if extents else ()))
+            params.append(Param(pname.split(".")[0], bool(mut), tuple(json.loads(extents)) if extents else (),
+                                result=mut == " result"))
         result_types = [parse_type(t) for t in _split_top(results_text)]
         extents_text = extents_text.strip()
         result_extents = [tuple(e) for e in json.loads(extents_text)] if extents_text else [() for _ in result_types]

@@ -82,7 +82,9 @@ def print_function(func: Function, namer: _Namer | None = None) -> str:
     params = []
     for param, value in zip(func.params, func.args):
         text = f"{namer.define(value)}: {value.type}"
-        if param.mutable:
+        if param.result:
+            text += " result"
+        elif param.mutable:
             text += " mut"
         if param.extents:
             text += " " + json.dumps(list(param.extents))

@@ -570,10 +570,10 @@ class FunctionBuilder:
         if node.op == "~":
             if not (dtype.is_int or dtype.is_bool):
                 raise error(f"'~' needs an integer or bool operand, got {dtype}", node.span)
-            return self.emit("not", [value], [value.type], span=node.span).result
+            return self.shaped_like(self.emit("not", [value], [value.type], span=node.span).result, value)
         if dtype.is_bool:
             raise error("cannot negate a bool", node.span, hint="use `not` or ~")
-        return self.emit("neg", [value], [value.type], span=node.span).result
+        return self.shaped_like(self.emit("neg", [value], [value.type], span=node.span).result, value)
 
     def fold_unary(self, node, lit: Literal):
         v = lit.value
@@ -608,7 +608,13 @@ class FunctionBuilder:
         kind = _BINARY[op]
         self.check_operator(kind, op, dtype, span)
         a, b = self.pointwise_operands([left, right], dtype, [lspan, rspan], span)
-        return self.emit(kind, [a, b], [a.type], span=span).result
+        return self.shaped_like(self.emit(kind, [a, b], [a.type], span=span).result, a)
+
+    def shaped_like(self, result: Value, operand: Value) -> Value:
+        """Record that a pointwise result has its (already broadcast) operand's extents."""
+        if isinstance(operand.type, TensorType):
+            self.shapes[id(result)] = self.shape_of(operand)
+        return result
 
     def check_operator(self, kind, op, dtype: DType, span) -> None:
         if kind == "div" and not dtype.is_float:
@@ -867,7 +873,7 @@ class FunctionBuilder:
             dtype = self.common_dtype(left, right, args[0].span, args[1].span, node.span)
             self.check_operator(_BINARY_MATH[name], name, dtype, node.span)
             a, b = self.pointwise_operands([left, right], dtype, [args[0].span, args[1].span], node.span)
-            return self.emit(_BINARY_MATH[name], [a, b], [a.type], span=node.span).result
+            return self.shaped_like(self.emit(_BINARY_MATH[name], [a, b], [a.type], span=node.span).result, a)
         if name == "where":
             self.arity(node, 3)
             cond, a, b = (self.numeric(self.expr(x), x.span) for x in args)
@@ -886,7 +892,7 @@ class FunctionBuilder:
             if any(shapes):
                 result = broadcast_extents(self, shapes, spans)
                 cond, a, b = [broadcast_to(self, v, s, result, sp) for v, s, sp in zip((cond, a, b), shapes, spans)]
-            return self.emit("select", [cond, a, b], [a.type], span=node.span).result
+            return self.shaped_like(self.emit("select", [cond, a, b], [a.type], span=node.span).result, a)
         if name == "cast":
             self.arity(node, 2)
             value = self.numeric(self.expr(args[0]), args[0].span)

@@ -1,0 +1,1 @@
+"""Codegen: physical program -> LLVM IR (llvmlite) -> objects, shared libraries, headers."""

@@ -1,0 +1,609 @@
+"""Physical program -> LLVM IR text (llvmlite.ir).
+
+One entry function per kernel (``int32_t name(params...)``) that validates every tensor
+argument through the runtime before anything runs, then executes the body. Each
+``parallel`` loop is outlined into a task function over blocks of ``grain`` iterations
+and handed to ``intent_parallel_for`` with a closure of the values it reads. A failed
+check formats its message with ``intent_error`` and returns its status.
+
+Numeric rules (one meaning on every target, docs/language.md): integers wrap; ``//``
+and ``%`` round toward negative infinity and ``x // 0 == 0``, ``x % 0 == x``; shifts by
+an amount outside ``[0, bits)`` give 0 (or the sign for ``>>`` of a negative value);
+float-to-int casts saturate and map NaN to 0; pointwise float arithmetic is plain IEEE
+(no fast-math flags); ``minimum``/``maximum`` propagate NaN.
+"""
+from __future__ import annotations
+
+import itertools
+
+import llvmlite
+
+llvmlite.ir_layer_typed_pointers_enabled = False  # LLVM 15+ has only opaque pointers
+from llvmlite import ir  # noqa: E402
+
+from intentc.codegen.abi import STATUS, dlpack_dtype
+from intentc.kir.types import BOOL, INDEX, DType
+from intentc.lower import program as P
+
+I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+
+
+class UnsupportedError(Exception):
+    """A construct this target cannot lower yet (reported as a diagnostic)."""
+
+
+def reg_type(dtype: DType) -> ir.Type:
+    """The LLVM type of a value in registers."""
+    if dtype.is_bool:
+        return I1
+    if dtype.kind in ("int", "uint", "index"):
+        return ir.IntType(dtype.bits)
+    if dtype.name == "f16":
+        return ir.HalfType()
+    if dtype.name == "f32":
+        return ir.FloatType()
+    if dtype.name == "f64":
+        return ir.DoubleType()
+    raise UnsupportedError(f"dtype {dtype} is not supported in arithmetic on this target yet")
+
+
+def mem_type(dtype: DType) -> ir.Type:
+    """The LLVM type of an element in memory (bool is one byte)."""
+    return I8 if dtype.is_bool else reg_type(dtype)
+
+
+def arg_type(dtype: DType) -> ir.Type:
+    if dtype.is_bool:
+        return I8
+    if dtype.name in ("f16", "bf16"):
+        return I16
+    return reg_type(dtype)
+
+
+class ModuleEmitter:
+    def __init__(self, program: P.Program, triple: str):
+        self.program = program
+        self.module = ir.Module(name=program.module)
+        self.module.triple = triple
+        self.strings: dict[str, ir.GlobalVariable] = {}
+        self.task_counter = itertools.count()
+        m = self.module
+        self.intent_error = ir.Function(m, ir.FunctionType(I32, [I32, PTR], var_arg=True), "intent_error")
+        self.check_tensor = ir.Function(
+            m, ir.FunctionType(I32, [PTR, PTR, PTR, I32, I8, I8, I32, PTR, PTR, PTR]), "intent_check_tensor")
+        self.task_type = ir.FunctionType(I32, [PTR, I64, I64])
+        self.parallel_for = ir.Function(m, ir.FunctionType(I32, [I64, PTR, PTR]), "intent_parallel_for")
+        self.intrinsics: dict[tuple, ir.Function] = {}
+
+    def cstring(self, text: str) -> ir.GlobalVariable:
+        if text not in self.strings:
+            data = bytearray(text.encode("utf-8")) + b"\0"
+            const = ir.Constant(ir.ArrayType(I8, len(data)), data)
+            var = ir.GlobalVariable(self.module, const.type, name=f".str.{len(self.strings)}")
+            var.global_constant = True
+            var.linkage = "private"
+            var.unnamed_addr = True
+            var.initializer = const
+            self.strings[text] = var
+        return self.strings[text]
+
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        key = (name, str(ret), tuple(str(a) for a in args))
+        if key not in self.intrinsics:
+            self.intrinsics[key] = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return self.intrinsics[key]
+
+    def emit(self) -> str:
+        for kernel in self.program.kernels:
+            KernelEmitter(self, kernel).emit()
+        return str(self.module)
+
+
+def _suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.HalfType):
+        return "f16"
+    if isinstance(t, ir.FloatType):
+        return "f32"
+    if isinstance(t, ir.DoubleType):
+        return "f64"
+    return f"i{t.width}"
+
+
+class FunctionEmitter:
+    """Emits statements into one LLVM function (a kernel entry or a task)."""
+
+    def __init__(self, mod: ModuleEmitter, func: ir.Function, kernel: P.Kernel):
+        self.mod = mod
+        self.func = func
+        self.kernel = kernel
+        # Stack slots go to their own first block, which falls through to the body.
+        self.entry = func.append_basic_block("allocas")
+        self.allocas = ir.IRBuilder(self.entry)
+        self.builder = ir.IRBuilder(func.append_basic_block("entry"))
+        self.vars: dict[str, ir.AllocaInstr] = {}
+        self.fields: dict[tuple[str, str, int], ir.Value] = {}
+        self.data: dict[str, ir.Value] = {}
+
+    # -- variables ---------------------------------------------------------------------------
+    def entry_alloca(self, type_: ir.Type, name: str = "") -> ir.AllocaInstr:
+        """Stack slots live in the first block so that LLVM promotes them to registers."""
+        return self.allocas.alloca(type_, name=name)
+
+    def finish(self) -> None:
+        if not self.builder.block.is_terminated:
+            self.builder.ret(ir.Constant(I32, 0))
+        self.allocas.branch(self.func.blocks[1])
+
+    def slot(self, var: P.Var) -> ir.AllocaInstr:
+        if var.name not in self.vars:
+            self.vars[var.name] = self.entry_alloca(reg_type(var.dtype), var.name)
+        return self.vars[var.name]
+
+    # -- statements --------------------------------------------------------------------------
+    def stmts(self, stmts) -> None:
+        for s in stmts:
+            if self.builder.block.is_terminated:
+                return
+            self.stmt(s)
+
+    def stmt(self, s: P.Stmt) -> None:
+        b = self.builder
+        if isinstance(s, P.Assign):
+            b.store(self.expr(s.value), self.slot(s.var))
+        elif isinstance(s, P.Store):
+            ptr = self.address(s.tensor, s.offset)
+            value = self.expr(s.value)
+            if s.tensor.dtype.is_bool:
+                value = b.zext(value, I8)
+            b.store(value, ptr, align=s.tensor.dtype.itemsize)
+        elif isinstance(s, P.If):
+            cond = self.expr(s.cond)
+            with b.if_else(cond) as (then, orelse):
+                with then:
+                    self.stmts(s.then)
+                with orelse:
+                    self.stmts(s.orelse)
+        elif isinstance(s, P.Loop):
+            if s.kind == "parallel":
+                self.parallel(s)
+            else:
+                self.loop(s.var, ir.Constant(I64, 0), self.expr(s.count), s.body)
+        elif isinstance(s, P.While):
+            self.while_loop(s)
+        elif isinstance(s, P.Check):
+            self.check(s)
+        else:
+            raise TypeError(s)
+
+    def loop(self, var: P.Var, begin: ir.Value, end: ir.Value, body) -> None:
+        b = self.builder
+        slot = self.slot(var)
+        b.store(begin, slot)
+        head = self.func.append_basic_block(f"{var.name}.head")
+        loop_body = self.func.append_basic_block(f"{var.name}.body")
+        exit_ = self.func.append_basic_block(f"{var.name}.exit")
+        b.branch(head)
+        b.position_at_end(head)
+        b.cbranch(b.icmp_signed("<", b.load(slot), end), loop_body, exit_)
+        b.position_at_end(loop_body)
+        self.stmts(body)
+        if not b.block.is_terminated:
+            b.store(b.add(b.load(slot), ir.Constant(I64, 1), flags=["nsw"]), slot)
+            b.branch(head)
+        b.position_at_end(exit_)
+
+    def while_loop(self, s: P.While) -> None:
+        b = self.builder
+        head = self.func.append_basic_block("while.head")
+        body = self.func.append_basic_block("while.body")
+        exit_ = self.func.append_basic_block("while.exit")
+        b.branch(head)
+        b.position_at_end(head)
+        self.stmts(s.cond_body)
+        b.cbranch(self.expr(s.cond), body, exit_)
+        b.position_at_end(body)
+        self.stmts(s.body)
+        if not b.block.is_terminated:
+            b.branch(head)
+        b.position_at_end(exit_)
+
+    def check(self, s: P.Check) -> None:
+        b = self.builder
+        ok = self.expr(s.cond)
+        fail = self.func.append_basic_block("check.fail")
+        cont = self.func.append_basic_block("check.ok")
+        b.cbranch(ok, cont, fail)
+        b.position_at_end(fail)
+        code = ir.Constant(I32, STATUS[s.code])
+        args = [self.expr(a) for a in s.args]
+        args = [b.sext(a, I64) if isinstance(a.type, ir.IntType) and a.type.width < 64 else a for a in args]
+        b.call(self.mod.intent_error, [code, self.mod.cstring(s.message)] + args)
+        b.ret(code)
+        b.position_at_end(cont)
+
+    def parallel(self, s: P.Loop) -> None:
+        """Outline the loop into a task over blocks of ``grain`` iterations."""
+        b = self.builder
+        count = self.expr(s.count)
+        grain = self.expr(s.grain) if s.grain is not None else ir.Constant(I64, 1)
+        captured_vars = sorted(_free_vars(s), key=lambda v: v.name)
+        tensors = sorted(_tensors_used(s.body), key=lambda t: t.name)
+        values = [b.load(self.slot(v)) for v in captured_vars]
+        values += [count, grain]
+        for t in tensors:
+            values.append(self.data[t.name])
+            values += [self.fields[(t.name, kind, axis)] for kind in ("shape", "stride") for axis in range(t.rank)]
+        closure_type = ir.LiteralStructType([v.type for v in values])
+        closure = self.entry_alloca(closure_type, "closure")
+        for k, value in enumerate(values):
+            b.store(value, b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True))
+        task = ir.Function(self.mod.module, self.mod.task_type,
+                           f"{self.kernel.name}.task{next(self.mod.task_counter)}")
+        task.linkage = "internal"
+        TaskEmitter(self.mod, task, self.kernel, s, captured_vars, tensors, closure_type).emit()
+        nonempty = b.icmp_signed(">", count, ir.Constant(I64, 0))
+        with b.if_then(nonempty):
+            blocks = b.sdiv(b.sub(b.add(count, grain), ir.Constant(I64, 1)), grain)
+            rc = b.call(self.mod.parallel_for, [blocks, task, closure])
+            failed = b.icmp_signed("!=", rc, ir.Constant(I32, 0))
+            with b.if_then(failed, likely=False):
+                b.ret(rc)
+
+    # -- expressions ---------------------------------------------------------------------------
+    def address(self, tensor: P.TensorSym, offset: P.Expr) -> ir.Value:
+        return self.builder.gep(self.data[tensor.name], [self.expr(offset)], source_etype=mem_type(tensor.dtype))
+
+    def expr(self, e: P.Expr) -> ir.Value:
+        b = self.builder
+        if isinstance(e, P.Const):
+            t = reg_type(e.dtype)
+            if e.dtype.is_bool:
+                return ir.Constant(I1, int(bool(e.value)))
+            if e.dtype.is_float:
+                return ir.Constant(t, float(e.value))
+            return ir.Constant(t, int(e.value) & ((1 << e.dtype.bits) - 1))
+        if isinstance(e, P.Read):
+            return b.load(self.slot(e.var))
+        if isinstance(e, P.Field):
+            return self.fields[(e.tensor.name, e.kind, e.axis)]
+        if isinstance(e, P.Load):
+            ptr = self.address(e.tensor, e.offset)
+            value = b.load(ptr, align=e.tensor.dtype.itemsize, typ=mem_type(e.tensor.dtype))
+            if e.tensor.dtype.is_bool:
+                value = b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+            return value
+        if isinstance(e, P.Binary):
+            return self.binary(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype)
+        if isinstance(e, P.Unary):
+            return self.unary(e.op, self.expr(e.a), e.a.dtype)
+        if isinstance(e, P.Compare):
+            return self.compare(e.pred, self.expr(e.a), self.expr(e.b), e.a.dtype)
+        if isinstance(e, P.Select):
+            return b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
+        if isinstance(e, P.Cast):
+            return self.cast(self.expr(e.a), e.a.dtype, e.dtype)
+        raise TypeError(e)
+
+    def binary(self, op: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
+        b = self.builder
+        if dtype.is_float:
+            if op == "add":
+                return b.fadd(a, c)
+            if op == "sub":
+                return b.fsub(a, c)
+            if op == "mul":
+                return b.fmul(a, c)
+            if op == "div":
+                return b.fdiv(a, c)
+            if op in ("min", "max"):
+                name = "llvm.minimum" if op == "min" else "llvm.maximum"
+                return b.call(self.mod.intrinsic(f"{name}.{_suffix(a.type)}", a.type, [a.type, a.type]), [a, c])
+            if op == "pow":
+                return b.call(self.mod.intrinsic(f"llvm.pow.{_suffix(a.type)}", a.type, [a.type, a.type]), [a, c])
+            if op == "floordiv":
+                floor = self.mod.intrinsic(f"llvm.floor.{_suffix(a.type)}", a.type, [a.type])
+                return b.call(floor, [b.fdiv(a, c)])
+            if op == "mod":
+                # Python: the remainder takes the divisor's sign.
+                r = b.frem(a, c)
+                zero = ir.Constant(a.type, 0.0)
+                fix = b.and_(b.fcmp_ordered("!=", r, zero),
+                             b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", c, zero)))
+                return b.select(fix, b.fadd(r, c), r)
+            raise UnsupportedError(f"'{op}' on {dtype}")
+        signed = dtype.is_signed
+        if op == "add":
+            return b.add(a, c)
+        if op == "sub":
+            return b.sub(a, c)
+        if op == "mul":
+            return b.mul(a, c)
+        if op == "and":
+            return b.and_(a, c)
+        if op == "or":
+            return b.or_(a, c)
+        if op == "xor":
+            return b.xor(a, c)
+        if op in ("min", "max"):
+            pred = "<" if op == "min" else ">"
+            cmp = b.icmp_signed(pred, a, c) if signed else b.icmp_unsigned(pred, a, c)
+            return b.select(cmp, a, c)
+        if op in ("floordiv", "mod"):
+            return self.int_divmod(op, a, c, signed)
+        if op in ("shl", "shr"):
+            bits = ir.Constant(a.type, a.type.width)
+            in_range = b.icmp_unsigned("<", c, bits)
+            if op == "shl":
+                return b.select(in_range, b.shl(a, c), ir.Constant(a.type, 0))
+            if signed:
+                return b.ashr(a, b.select(in_range, c, ir.Constant(a.type, a.type.width - 1)))
+            return b.select(in_range, b.lshr(a, c), ir.Constant(a.type, 0))
+        if op == "pow":
+            return self.int_pow(a, c, signed)
+        raise UnsupportedError(f"'{op}' on {dtype}")
+
+    def int_divmod(self, op: str, a: ir.Value, c: ir.Value, signed: bool) -> ir.Value:
+        b = self.builder
+        t = a.type
+        zero, one = ir.Constant(t, 0), ir.Constant(t, 1)
+        is_zero = b.icmp_unsigned("==", c, zero)
+        if not signed:
+            safe = b.select(is_zero, one, c)
+            if op == "floordiv":
+                return b.select(is_zero, zero, b.udiv(a, safe))
+            return b.select(is_zero, a, b.urem(a, safe))
+        # Avoid the two undefined cases: x / 0 and MIN / -1 (which wraps to MIN, remainder 0).
+        minus_one = ir.Constant(t, -1)
+        overflow = b.and_(b.icmp_signed("==", a, ir.Constant(t, -(1 << (t.width - 1)))),
+                          b.icmp_signed("==", c, minus_one))
+        safe = b.select(b.or_(is_zero, overflow), one, c)
+        q = b.sdiv(a, safe)
+        r = b.srem(a, safe)
+        # Round toward negative infinity: adjust when the remainder and divisor differ in sign.
+        adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, safe), zero))
+        if op == "floordiv":
+            q = b.select(adjust, b.sub(q, one), q)
+            return b.select(is_zero, zero, q)
+        r = b.select(adjust, b.add(r, safe), r)
+        return b.select(is_zero, a, r)
+
+    def int_pow(self, a: ir.Value, c: ir.Value, signed: bool) -> ir.Value:
+        """Exponentiation by squaring with wrap-around; a negative exponent gives 0
+        (1 for a base of 1, ±1 for a base of -1), as integer division would."""
+        b = self.builder
+        t = a.type
+        result, base, exp = self.entry_alloca(t), self.entry_alloca(t), self.entry_alloca(t)
+        b.store(ir.Constant(t, 1), result)
+        b.store(a, base)
+        b.store(c, exp)
+        head = self.func.append_basic_block("pow.head")
+        body = self.func.append_basic_block("pow.body")
+        done = self.func.append_basic_block("pow.done")
+        b.branch(head)
+        b.position_at_end(head)
+        e = b.load(exp)
+        b.cbranch(b.icmp_signed(">", e, ir.Constant(t, 0)) if signed else b.icmp_unsigned(">", e, ir.Constant(t, 0)),
+                  body, done)
+        b.position_at_end(body)
+        odd = b.icmp_unsigned("!=", b.and_(e, ir.Constant(t, 1)), ir.Constant(t, 0))
+        r = b.load(result)
+        bv = b.load(base)
+        b.store(b.select(odd, b.mul(r, bv), r), result)
+        b.store(b.mul(bv, bv), base)
+        b.store(b.lshr(e, ir.Constant(t, 1)), exp)
+        b.branch(head)
+        b.position_at_end(done)
+        value = b.load(result)
+        if not signed:
+            return value
+        negative = b.icmp_signed("<", c, ir.Constant(t, 0))
+        one = ir.Constant(t, 1)
+        is_one = b.icmp_signed("==", a, one)
+        is_minus_one = b.icmp_signed("==", a, ir.Constant(t, -1))
+        odd_exp = b.icmp_unsigned("!=", b.and_(c, one), ir.Constant(t, 0))
+        neg_value = b.select(is_one, one, b.select(is_minus_one, b.select(odd_exp, ir.Constant(t, -1), one),
+                                                   ir.Constant(t, 0)))
+        return b.select(negative, neg_value, value)
+
+    def unary(self, op: str, a: ir.Value, dtype: DType) -> ir.Value:
+        b = self.builder
+        if op == "neg":
+            return b.fneg(a) if dtype.is_float else b.sub(ir.Constant(a.type, 0), a)
+        if op == "not":
+            return b.xor(a, ir.Constant(a.type, -1 if not dtype.is_bool else 1))
+        if op == "abs":
+            if dtype.is_float:
+                return b.call(self.mod.intrinsic(f"llvm.fabs.{_suffix(a.type)}", a.type, [a.type]), [a])
+            if not dtype.is_signed:
+                return a
+            return b.select(b.icmp_signed("<", a, ir.Constant(a.type, 0)), b.sub(ir.Constant(a.type, 0), a), a)
+        if op in ("exp", "log", "sqrt"):
+            return b.call(self.mod.intrinsic(f"llvm.{op}.{_suffix(a.type)}", a.type, [a.type]), [a])
+        raise UnsupportedError(f"'{op}' on {dtype}")
+
+    def compare(self, pred: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
+        b = self.builder
+        symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[pred]
+        if dtype.is_float:
+            # Every comparison with NaN is false except !=, as in IEEE and Python.
+            return b.fcmp_unordered(symbol, a, c) if pred == "ne" else b.fcmp_ordered(symbol, a, c)
+        if dtype.is_signed:
+            return b.icmp_signed(symbol, a, c)
+        return b.icmp_unsigned(symbol, a, c)
+
+    def cast(self, a: ir.Value, src: DType, dst: DType) -> ir.Value:
+        b = self.builder
+        to = reg_type(dst)
+        if src == dst:
+            return a
+        if dst.is_bool:
+            if src.is_float:
+                return b.fcmp_unordered("!=", a, ir.Constant(a.type, 0.0))
+            return b.icmp_unsigned("!=", a, ir.Constant(a.type, 0))
+        if src.is_bool:
+            return b.uitofp(a, to) if dst.is_float else b.zext(a, to)
+        if src.is_float and dst.is_float:
+            if src.bits < dst.bits:
+                return b.fpext(a, to)
+            return b.fptrunc(a, to) if src.bits > dst.bits else a
+        if src.is_float:
+            name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
+            return b.call(self.mod.intrinsic(f"{name}.{_suffix(to)}.{_suffix(a.type)}", to, [a.type]), [a])
+        if dst.is_float:
+            return b.sitofp(a, to) if src.is_signed else b.uitofp(a, to)
+        if src.bits == dst.bits:
+            return a
+        if src.bits > dst.bits:
+            return b.trunc(a, to)
+        return b.sext(a, to) if src.is_signed else b.zext(a, to)
+
+
+class KernelEmitter(FunctionEmitter):
+    """The exported entry: argument checks, then the body."""
+
+    def __init__(self, mod: ModuleEmitter, kernel: P.Kernel):
+        arg_types = [PTR if isinstance(p, P.TensorSym) else arg_type(p.dtype) for p in kernel.params]
+        func = ir.Function(mod.module, ir.FunctionType(I32, arg_types), kernel.name)
+        super().__init__(mod, func, kernel)
+
+    def emit(self) -> None:
+        b = self.builder
+        kname = self.mod.cstring(self.kernel.source_name or self.kernel.name)
+        for param, arg in zip(self.kernel.params, self.func.args):
+            arg.name = param.name
+            if isinstance(param, P.Var):
+                value = arg
+                if param.dtype.is_bool:
+                    value = b.icmp_unsigned("!=", arg, ir.Constant(I8, 0))
+                elif param.dtype.name == "f16":
+                    value = b.bitcast(arg, ir.HalfType())
+                b.store(value, self.slot(param))
+        for param, arg in zip(self.kernel.params, self.func.args):
+            if not isinstance(param, P.TensorSym):
+                continue
+            data_slot = self.entry_alloca(PTR, f"{param.name}.data")
+            rank = max(1, param.rank)
+            shape = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.shape")
+            strides = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.strides")
+            code, bits = dlpack_dtype(param.dtype)
+            rc = b.call(self.mod.check_tensor, [
+                arg, kname, self.mod.cstring(param.name), ir.Constant(I32, param.rank), ir.Constant(I8, code),
+                ir.Constant(I8, bits), ir.Constant(I32, int(param.writable)), data_slot, shape, strides])
+            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+                b.ret(rc)
+            self.data[param.name] = b.load(data_slot, typ=PTR)
+            for axis in range(param.rank):
+                index = [ir.Constant(I32, 0), ir.Constant(I32, axis)]
+                self.fields[(param.name, "shape", axis)] = b.load(b.gep(shape, index, inbounds=True), typ=I64)
+                self.fields[(param.name, "stride", axis)] = b.load(b.gep(strides, index, inbounds=True), typ=I64)
+        self.stmts(self.kernel.body)
+        self.finish()
+
+
+class TaskEmitter(FunctionEmitter):
+    """``int32_t task(closure, first_block, end_block)`` running one parallel loop's blocks."""
+
+    def __init__(self, mod, func, kernel, loop: P.Loop, captured, tensors, closure_type):
+        super().__init__(mod, func, kernel)
+        self.loop_stmt = loop
+        self.captured = captured
+        self.tensors = tensors
+        self.closure_type = closure_type
+
+    def emit(self) -> None:
+        b = self.builder
+        closure, first, last = self.func.args
+        fields = iter(range(len(self.closure_type.elements)))
+
+        def take():
+            k = next(fields)
+            ptr = b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
+                        source_etype=self.closure_type)
+            return b.load(ptr, typ=self.closure_type.elements[k])
+
+        for var in self.captured:
+            b.store(take(), self.slot(var))
+        count, grain = take(), take()
+        for t in self.tensors:
+            self.data[t.name] = take()
+            for kind in ("shape", "stride"):
+                for axis in range(t.rank):
+                    self.fields[(t.name, kind, axis)] = take()
+        begin = b.mul(first, grain, flags=["nsw"])
+        end = b.call(self.mod.intrinsic("llvm.smin.i64", I64, [I64, I64]), [b.mul(last, grain, flags=["nsw"]), count])
+        self.loop(self.loop_stmt.var, begin, end, self.loop_stmt.body)
+        self.finish()
+
+
+# ---- free-variable analysis for outlining ------------------------------------------------------
+def _expr_vars(e: P.Expr, out: set) -> None:
+    if isinstance(e, P.Read):
+        out.add(e.var)
+    for child in ("a", "b", "cond", "offset"):
+        sub = getattr(e, child, None)
+        if isinstance(sub, P.Expr):
+            _expr_vars(sub, out)
+
+
+def _walk(stmts, reads: set, writes: set, tensors: set | None = None) -> None:
+    for s in stmts:
+        exprs = []
+        if isinstance(s, P.Assign):
+            writes.add(s.var)
+            exprs = [s.value]
+        elif isinstance(s, P.Store):
+            exprs = [s.offset, s.value]
+            if tensors is not None:
+                tensors.add(s.tensor)
+        elif isinstance(s, P.If):
+            exprs = [s.cond]
+            _walk(s.then, reads, writes, tensors)
+            _walk(s.orelse, reads, writes, tensors)
+        elif isinstance(s, P.Loop):
+            writes.add(s.var)
+            exprs = [s.count] + ([s.grain] if s.grain is not None else [])
+            _walk(s.body, reads, writes, tensors)
+        elif isinstance(s, P.While):
+            exprs = [s.cond]
+            _walk(s.cond_body, reads, writes, tensors)
+            _walk(s.body, reads, writes, tensors)
+        elif isinstance(s, P.Check):
+            exprs = [s.cond] + list(s.args)
+        for e in exprs:
+            _expr_vars(e, reads)
+            if tensors is not None:
+                _expr_tensors(e, tensors)
+
+
+def _expr_tensors(e: P.Expr, out: set) -> None:
+    if isinstance(e, (P.Field, P.Load)):
+        out.add(e.tensor)
+    for child in ("a", "b", "cond", "offset"):
+        sub = getattr(e, child, None)
+        if isinstance(sub, P.Expr):
+            _expr_tensors(sub, out)
+
+
+def _free_vars(loop: P.Loop) -> set:
+    reads, writes = set(), set()
+    _walk(loop.body, reads, writes)
+    return reads - writes - {loop.var}
+
+
+def _tensors_used(stmts) -> set:
+    reads, writes, tensors = set(), set(), set()
+    _walk(stmts, reads, writes, tensors)
+    return tensors
+
+
+def emit_module(program: P.Program, triple: str, manifest: str | None = None) -> str:
+    """LLVM IR text of the program; ``manifest`` is embedded as ``intent_module_manifest``."""
+    emitter = ModuleEmitter(program, triple)
+    if manifest is not None:
+        data = bytearray(manifest.encode("utf-8")) + b"\0"
+        const = ir.Constant(ir.ArrayType(I8, len(data)), data)
+        var = ir.GlobalVariable(emitter.module, const.type, name="intent_module_manifest")
+        var.global_constant = True
+        var.initializer = const
+    return emitter.emit()

@@ -1,0 +1,34 @@
+"""The module manifest: a JSON description of every kernel's ABI.
+
+It is embedded in shared libraries as ``intent_module_manifest`` (read by
+``intentc.load``) and is the single source the header is generated from.
+"""
+from __future__ import annotations
+
+import json
+
+from intentc.codegen.abi import ABI_VERSION, dlpack_dtype
+from intentc.kir.core import Module
+from intentc.kir.types import TensorType
+
+
+def module_manifest(module: Module, source_name: str) -> dict:
+    """Describe the kernels of a module *after* lowering added result parameters."""
+    kernels = []
+    for func in module.kernels:
+        params = []
+        for param, arg in zip(func.params, func.args):
+            if isinstance(arg.type, TensorType):
+                code, bits = dlpack_dtype(arg.type.dtype)
+                params.append({"name": param.name, "kind": "tensor", "dtype": str(arg.type.dtype),
+                               "dlpack": [code, bits], "rank": arg.type.rank,
+                               "extents": list(param.extents), "mutable": param.mutable and not param.result,
+                               "result": param.result})
+            else:
+                params.append({"name": param.name, "kind": "scalar", "dtype": str(arg.type)})
+        kernels.append({"name": func.name, "params": params})
+    return {"abi_version": ABI_VERSION, "module": module.name, "source": source_name, "kernels": kernels}
+
+
+def manifest_json(manifest: dict) -> str:
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,114 @@
+"""One function from source to artifacts: parse -> sema -> KIR -> lower -> LLVM -> files."""
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from intentc.diagnostics import CompileError, error
+from intentc.kir.core import Module
+
+
+@dataclass
+class Compiled:
+    kir: Module  # after lowering passes (kernels with result parameters)
+    program: object
+    llvm_ir: str
+    manifest: dict
+    optimized: object = None  # llvmlite binding module
+    spec: object = None
+
+
+def module_name(path: str) -> str:
+    stem = Path(path).stem
+    return re.sub(r"[^A-Za-z0-9_]", "_", stem) or "module"
+
+
+def frontend(text: str, path: str) -> Module:
+    """Parse and check a source; returns verified KIR (before lowering)."""
+    from intentc.kir.ops import VerifyError
+    from intentc.kir.verifier import verify_module
+    from intentc.parse import parse_source
+    from intentc.sema import build_module
+
+    module = build_module(parse_source(text, path), module_name(path))
+    try:
+        verify_module(module)
+    except VerifyError as exc:  # a compiler bug, reported as such rather than a traceback
+        raise error(f"internal error: the compiler built invalid KIR: {exc}",
+                    hint="please report this with the source file") from None
+    return module
+
+
+def read_source(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {path}: {exc}") from None
+
+
+def compile_source(text: str, path: str, target: str | None = None, cpu: str = "native",
+                   optimize_ir: bool = True) -> Compiled:
+    from intentc.codegen.emit_llvm import UnsupportedError, emit_module
+    from intentc.codegen.manifest import manifest_json, module_manifest
+    from intentc.codegen.optimize import optimize
+    from intentc.codegen.target import resolve_target
+    from intentc.lower.pipeline import lower
+
+    module = frontend(text, path)
+    try:
+        spec = resolve_target(target, cpu)
+    except ValueError as exc:
+        raise error(str(exc), hint="use --target host or x86_64-linux-gnu") from None
+    program = lower(module)
+    manifest = module_manifest(module, Path(path).name)
+    try:
+        llvm_ir = emit_module(program, spec.triple, manifest_json(manifest))
+    except UnsupportedError as exc:
+        raise error(f"not supported on target {spec.name}: {exc}", rule="T7") from None
+    compiled = Compiled(module, program, llvm_ir, manifest, spec=spec)
+    if optimize_ir:
+        compiled.optimized = optimize(llvm_ir, spec)
+    return compiled
+
+
+def build(source: str | Path, output: str | Path, target: str | None = None, cpu: str = "native",
+          emit_header: bool | None = None, depfile: str | Path | None = None) -> list[Path]:
+    """Compile ``source`` into ``output`` (.so, .o, .a or .h by extension); return the files written."""
+    from intentc.codegen import link
+    from intentc.codegen.header import render_header
+    from intentc.codegen.optimize import emit_object
+    from intentc.resources import runtime_dir
+
+    source, output = Path(source), Path(output)
+    kind = output.suffix
+    if kind not in (".so", ".o", ".a", ".h"):
+        raise error(f"cannot tell what to build from '{output.name}'",
+                    hint="name the output .so (shared library), .o (object), .a (archive) or .h (header)")
+    compiled = compile_source(read_source(source), str(source), target, cpu)
+    written: list[Path] = []
+    header_path = output if kind == ".h" else output.with_suffix(".h")
+    try:
+        if kind != ".h":
+            obj = emit_object(compiled.optimized, compiled.spec)
+            if kind == ".so":
+                link.link_shared(obj, output)
+            elif kind == ".o":
+                link.link_relocatable(obj, output)
+            else:
+                link.archive(obj, output)
+            written.append(output)
+    except link.LinkError as exc:
+        raise error(str(exc)) from None
+    if kind == ".h" or emit_header is not False and (emit_header or kind == ".so"):
+        header_path.parent.mkdir(parents=True, exist_ok=True)
+        header_path.write_text(render_header(compiled.manifest, module_name(str(source))))
+        shutil.copyfile(runtime_dir() / "intent_runtime.h", header_path.parent / "intent_runtime.h")
+        written += [header_path, header_path.parent / "intent_runtime.h"]
+    if depfile is not None:
+        Path(depfile).write_text(f"{output}: {source}\n")
+        written.append(Path(depfile))
+    return written

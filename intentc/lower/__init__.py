@@ -1,0 +1,1 @@
+"""Lowering: KIR -> physical program, as a list of named passes (``pipeline.py``)."""

@@ -1,0 +1,1 @@
+"""One lowering pass per file; each has ``run(...)`` and a docstring stating what it guarantees."""

@@ -1,0 +1,192 @@
+"""Fuse whole-tensor expressions into element computations (P6) and turn returned
+tensors into caller-provided outputs.
+
+Before: kernels may hold tensor-valued pure ops (pointwise arithmetic, comparisons,
+casts, selects, math, ``broadcast``), ``load``/``dim`` of such values, and
+``return(%t...)`` of tensors.
+After: every tensor value is a parameter. A ``load`` of an expression is replaced by
+the scalar ops that compute that one element (broadcast axes read index 0 where the
+source extent is 1, S2); ``dim`` of an expression is its extent; each returned tensor
+becomes a trailing ``result`` parameter whose extents are checked on entry against
+the declared ones, and is written by one ``parallel`` loop nest over its axes, so the
+whole expression is one fused loop with no temporaries. ``return`` has no operands.
+"""
+from __future__ import annotations
+
+from intentc.kir.core import Block, Function, Module, Op, Param, Value
+from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
+
+_ELEMENTWISE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl",
+                "shr", "neg", "not", "abs", "exp", "log", "sqrt", "cmp", "select", "cast"}
+
+
+def run(module: Module) -> Module:
+    for func in module.kernels:
+        _Expander(func).run()
+    return module
+
+
+class _Expander:
+    def __init__(self, func: Function):
+        self.func = func
+        self.params = {id(v) for v in func.args if isinstance(v.type, TensorType)}
+        self.defs: dict[int, Op] = {}
+        for op in func.walk():
+            for result in op.results:
+                self.defs[id(result)] = op
+        self.out: list[Op] = []
+        # The extents sema already read at entry, so that equal extents stay the same value.
+        self.entry_dims: dict[tuple[int, int], Value] = {}
+        for op in func.body.ops:
+            if op.name == "dim" and id(op.operands[0]) in self.params:
+                self.entry_dims.setdefault((id(op.operands[0]), op.attrs["axis"]), op.result)
+
+    def emit(self, name, operands, types=(), attrs=None, span=None, hint="") -> Op:
+        op = Op(name, operands, list(types), attrs, None, span, [hint] * len(types) if hint else None)
+        self.out.append(op)
+        return op
+
+    def run(self) -> None:
+        func = self.func
+        body = func.body
+        ret = body.ops[-1]
+        results = list(ret.operands)
+        new_args, prologue = [], []
+        if results:
+            for k, (value, extents) in enumerate(zip(results, func.result_extents)):
+                name = "out" if len(results) == 1 else f"out{k}"
+                arg = Value(TensorType(value.type.dtype, func.result_types[k].shape), name)
+                new_args.append(arg)
+                func.params.append(Param(name, True, tuple(extents), result=True))
+        self.out = prologue
+        named = self._named_extents()
+        for arg, param in zip(new_args, func.params[len(func.params) - len(new_args):]):
+            for axis, extent in enumerate(param.extents):
+                dim = self.emit("dim", [arg], [INDEX], {"axis": axis}).result
+                if isinstance(extent, int):
+                    want = self.emit("const", [], [INDEX], {"value": extent}).result
+                else:  # re-read the named extent here, before the body defines it (S1)
+                    source = named[extent]
+                    want = self.emit("dim", source.operands, [INDEX], dict(source.attrs), hint=extent).result
+                self.emit("assert_eq", [dim, want], attrs={
+                    "what": f"extent {extent}: {param.name}.shape[{axis}] = %lld but the kernel's result "
+                            f"needs %lld", "rule": "S1"})
+        body.args.extend(new_args)
+        self.func.result_types = []
+        body.ops = prologue + self._block(body, self._ret_writer(new_args))
+
+    def _named_extents(self) -> dict[str, Op]:
+        named = {}
+        for op in self.func.body.ops:
+            if op.name == "dim" and op.results[0].hint and id(op.operands[0]) in self.params:
+                named.setdefault(op.results[0].hint, op)
+        return named
+
+    def _ret_writer(self, outs):
+        def write(ret: Op) -> None:
+            for value, out in zip(ret.operands, outs):
+                self._write_whole(out, value, ret.span)
+            self.out.append(Op("return", [], span=ret.span))
+        return write
+
+    # -- walking --------------------------------------------------------------------------
+    def _block(self, block: Block, on_return=None) -> list[Op]:
+        saved = self.out
+        self.out = []
+        replace: dict[int, Value] = {}
+        for op in block.ops:
+            op.operands = [replace.get(id(v), v) for v in op.operands]
+            if op.name == "return" and on_return is not None:
+                on_return(op)
+                continue
+            if op.results and any(isinstance(r.type, TensorType) for r in op.results) and op.name != "call":
+                continue  # pure tensor-valued op: consumed element by element below
+            if op.name == "load" and id(op.operands[0]) not in self.params:
+                replace[id(op.result)] = self.element(op.operands[0], op.operands[1:], op.span)
+                continue
+            if op.name == "dim" and id(op.operands[0]) not in self.params:
+                replace[id(op.result)] = self.extent(op.operands[0], op.attrs["axis"])
+                continue
+            for region in op.regions:
+                _replace_in(region, replace)
+                region.ops = self._block(region)
+            self.out.append(op)
+        result, self.out = self.out, saved
+        return result
+
+    # -- shapes and elements ------------------------------------------------------------------
+    def extent(self, value: Value, axis: int) -> Value:
+        if id(value) in self.params:
+            known = self.entry_dims.get((id(value), axis))
+            return known or self.emit("dim", [value], [INDEX], {"axis": axis}).result
+        op = self.defs[id(value)]
+        if op.name == "broadcast":
+            return op.operands[1 + axis]
+        for operand in op.operands:
+            if isinstance(operand.type, TensorType):
+                return self.extent(operand, axis)
+        raise AssertionError(f"no extent for {op.name}")
+
+    def element(self, value: Value, indices: list[Value], span, proven: bool = False) -> Value:
+        """The element of ``value`` at ``indices``. ``proven``: the indices range over the
+        value's own extents, so the broadcast relation keeps every parameter load in bounds."""
+        if not isinstance(value.type, TensorType):
+            return value  # a scalar broadcast into a tensor
+        if id(value) in self.params:
+            attrs = {"inbounds": [True] * len(indices)} if proven else None
+            return self.emit("load", [value] + list(indices), [value.type.dtype], attrs, span=span).result
+        op = self.defs[id(value)]
+        if op.name == "broadcast":
+            source = op.operands[0]
+            if not isinstance(source.type, TensorType):
+                return source
+            src_indices = []
+            for k, result_axis in enumerate(op.attrs["map"]):
+                src_indices.append(self._broadcast_index(source, k, op.operands[1 + result_axis],
+                                                         indices[result_axis]))
+            return self.element(source, src_indices, span, proven)
+        if op.name in _ELEMENTWISE:
+            operands = [self.element(v, indices, span, proven) for v in op.operands]
+            dtype = op.result.type.dtype
+            return self.emit(op.name, operands, [dtype], dict(op.attrs), op.span).result
+        raise NotImplementedError(f"cannot expand '{op.name}' element-wise")
+
+    def _broadcast_index(self, source: Value, axis: int, result_extent: Value, index: Value) -> Value:
+        static = source.type.shape[axis]
+        if static == 1:
+            return self.emit("const", [], [INDEX], {"value": 0}).result
+        src_extent = self.extent(source, axis)
+        if src_extent is result_extent:
+            return index
+        one = self.emit("const", [], [INDEX], {"value": 1}).result
+        zero = self.emit("const", [], [INDEX], {"value": 0}).result
+        is_one = self.emit("cmp", [src_extent, one], [BOOL], {"pred": "eq"}).result
+        return self.emit("select", [is_one, zero, index], [INDEX]).result
+
+    def _write_whole(self, out: Value, value: Value, span) -> None:
+        rank = out.type.rank
+        domains = []
+        for axis in range(rank):
+            zero = self.emit("const", [], [INDEX], {"value": 0}).result
+            one = self.emit("const", [], [INDEX], {"value": 1}).result
+            extent = self.emit("dim", [out], [INDEX], {"axis": axis}).result
+            domains.append(self.emit("domain", [zero, extent, one], [DOMAIN], {"axis_of": axis}).result)
+        indices = [Value(INDEX, f"i{axis}") for axis in range(rank)]
+        saved = self.out
+        self.out = []
+        element = self.element(value, indices, span, proven=True)
+        self.out.append(Op("store", [out] + indices + [element], span=span, attrs={"inbounds": [True] * rank}))
+        self.out.append(Op("yield", []))
+        body = Block(indices, self.out)
+        self.out = saved
+        if rank == 0:
+            self.out += body.ops[:-1]
+            return
+        self.out.append(Op("parallel", domains, [], None, [body], span))
+
+
+def _replace_in(block: Block, replace: dict[int, Value]) -> None:
+    for op in block.ops:
+        op.operands = [replace.get(id(v), v) for v in op.operands]
+        for region in op.regions:
+            _replace_in(region, replace)

@@ -1,0 +1,51 @@
+"""Choose how thread tasks split each parallel loop, from the problem size only.
+
+Before: ``parallel`` loops have no grain.
+After: each ``parallel`` loop has ``grain = max(1, POINTS_PER_TASK // inner)``, where
+``inner`` is the number of points of the ``point`` loops nested directly in it. The
+grain never depends on the thread count, so the work each task does, and therefore
+every result, is the same for any ``INTENT_NUM_THREADS`` (P5).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from intentc.kir.types import INDEX
+from intentc.lower import program as P
+
+POINTS_PER_TASK = 1 << 15
+
+
+def run(program: P.Program) -> P.Program:
+    kernels = tuple(replace(k, body=_stmts(k.body)) for k in program.kernels)
+    return replace(program, kernels=kernels)
+
+
+def _stmts(stmts):
+    return tuple(_stmt(s) for s in stmts)
+
+
+def _stmt(s: P.Stmt) -> P.Stmt:
+    if isinstance(s, P.Loop):
+        body = _stmts(s.body)
+        if s.kind == "parallel":
+            inner = _inner_points(body)
+            grain = P.Binary(INDEX, "max", P.Const(INDEX, 1),
+                             P.Binary(INDEX, "floordiv", P.Const(INDEX, POINTS_PER_TASK),
+                                      P.Binary(INDEX, "max", P.Const(INDEX, 1), inner)))
+            return replace(s, body=body, grain=grain)
+        return replace(s, body=body)
+    if isinstance(s, P.If):
+        return replace(s, then=_stmts(s.then), orelse=_stmts(s.orelse))
+    if isinstance(s, P.While):
+        return replace(s, cond_body=_stmts(s.cond_body), body=_stmts(s.body))
+    return s
+
+
+def _inner_points(body) -> P.Expr:
+    """The product of the counts of the point loops directly nested in a parallel body."""
+    count: P.Expr = P.Const(INDEX, 1)
+    for s in body:
+        if isinstance(s, P.Loop) and s.kind == "point":
+            return P.Binary(INDEX, "mul", s.count, _inner_points(s.body))
+    return count

@@ -1,0 +1,267 @@
+"""Translate a kernel's KIR into the physical loop program.
+
+Before: KIR kernels with helpers inlined, no tensor-valued ops, accesses marked
+``inbounds`` where proven.
+After: a ``program.Kernel`` per KIR kernel in which
+- every SSA value is a mutable variable assigned once per execution of its block;
+  loop carries and ``if`` results are variables assigned by the ``yield``s (through
+  temporaries, so a yield that swaps carries stays correct);
+- domains are (begin, end, step) with a checked positive step (D1) and an ordinal count
+  ``len = ceil((end - begin) / step)`` or 0 (D2); ordered loops iterate the ordinal in
+  order (O2) and compute the point ``begin + t * step``;
+- ``parallel`` becomes a ``parallel`` loop over the first domain whose body nests
+  ``point`` loops over the others (a nested ``parallel`` runs as ``point`` loops inside
+  its task);
+- element accesses compute ``offset = sum(index_k * stride_k)`` and, on axes not proven
+  in bounds, check ``0 <= index_k < extent_k`` first (D5: never clamped);
+- ``assert_eq`` and ``bcast_extent`` become checks with messages naming the values (S1, S3).
+"""
+from __future__ import annotations
+
+import itertools
+
+from intentc.kir.core import Block, Function, Module, Op, Value
+from intentc.kir.types import BOOL, INDEX, TensorType
+from intentc.lower import program as P
+
+_CODES = {"S1": "INTENT_E_SHAPE", "S3": "INTENT_E_SHAPE"}
+_PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"}
+
+
+def run(module: Module) -> P.Program:
+    return P.Program(module.name, tuple(_KernelLowering(func).run() for func in module.kernels))
+
+
+class _KernelLowering:
+    def __init__(self, func: Function):
+        self.func = func
+        self.vars: dict[int, P.Var] = {}
+        self.tensors: dict[int, P.TensorSym] = {}
+        self.domains: dict[int, tuple[P.Expr, P.Expr, P.Expr, P.Expr]] = {}
+        self.names: set[str] = set()
+        self.counter = itertools.count()
+        self.parallel_depth = 0
+
+    def fresh(self, hint: str, dtype) -> P.Var:
+        base = (hint or "v").replace(".", "_")
+        name = base
+        while name in self.names:
+            name = f"{base}_{next(self.counter)}"
+        self.names.add(name)
+        return P.Var(name, dtype)
+
+    def var(self, value: Value) -> P.Var:
+        if id(value) not in self.vars:
+            self.vars[id(value)] = self.fresh(value.hint, value.type)
+        return self.vars[id(value)]
+
+    def read(self, value: Value) -> P.Expr:
+        return P.read(self.var(value))
+
+    def where(self, op: Op) -> str:
+        if op.span is None:
+            return ""
+        return f" (at {op.span.location()})"
+
+    def run(self) -> P.Kernel:
+        params = []
+        for param, arg in zip(self.func.params, self.func.args):
+            if isinstance(arg.type, TensorType):
+                sym = P.TensorSym(param.name, arg.type.dtype, arg.type.rank, param.mutable or param.result)
+                self.tensors[id(arg)] = sym
+                self.names.add(param.name)
+                params.append(sym)
+            else:
+                var = P.Var(param.name, arg.type)
+                self.names.add(param.name)
+                self.vars[id(arg)] = var
+                params.append(var)
+        body = self.block(self.func.body)
+        results = tuple(p.name for p in self.func.params if p.result)
+        return P.Kernel(self.func.name, tuple(params), tuple(body), self.func.name, results)
+
+    # -- blocks -----------------------------------------------------------------------------
+    def block(self, block: Block) -> list[P.Stmt]:
+        out: list[P.Stmt] = []
+        for op in block.ops:
+            out += self.op(op)
+        return out
+
+    def assign(self, value: Value, expr: P.Expr) -> list[P.Stmt]:
+        return [P.Assign(self.var(value), expr)]
+
+    def op(self, op: Op) -> list[P.Stmt]:
+        name = op.name
+        if name == "const":
+            return self.assign(op.result, P.Const(op.result.type, op.attrs["value"]))
+        if name in _PURE_EXPR:
+            a, b = (self.read(v) for v in op.operands)
+            return self.assign(op.result, P.Binary(op.result.type, name, a, b))
+        if name in ("neg", "not", "abs", "exp", "log", "sqrt"):
+            return self.assign(op.result, P.Unary(op.result.type, name, self.read(op.operands[0])))
+        if name == "cmp":
+            a, b = (self.read(v) for v in op.operands)
+            return self.assign(op.result, P.Compare(BOOL, op.attrs["pred"], a, b))
+        if name == "select":
+            c, a, b = (self.read(v) for v in op.operands)
+            return self.assign(op.result, P.Select(op.result.type, c, a, b))
+        if name == "cast":
+            return self.assign(op.result, P.Cast(op.result.type, self.read(op.operands[0])))
+        if name == "dim":
+            return self.assign(op.result, P.Field(INDEX, self.tensors[id(op.operands[0])], "shape", op.attrs["axis"]))
+        if name == "domain":
+            return self.domain(op)
+        if name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
+            parts = self.domains[id(op.operands[0])]
+            return self.assign(op.result, parts[("dom_begin", "dom_end", "dom_step", "dom_len").index(name)])
+        if name == "assert_eq":
+            a, b = (self.read(v) for v in op.operands)
+            return [P.Check(P.Compare(BOOL, "eq", a, b), _CODES.get(op.attrs.get("rule"), "INTENT_E_SHAPE"),
+                            f"{self.func.name}: {op.attrs['what']}{self.where(op)}", (a, b))]
+        if name == "bcast_extent":
+            return self.bcast_extent(op)
+        if name == "load":
+            checks, offset = self.address(op, op.operands[0], op.operands[1:])
+            sym = self.tensors[id(op.operands[0])]
+            return checks + self.assign(op.result, P.Load(sym.dtype, sym, offset))
+        if name == "store":
+            checks, offset = self.address(op, op.operands[0], op.operands[1:-1])
+            sym = self.tensors[id(op.operands[0])]
+            return checks + [P.Store(sym, offset, self.read(op.operands[-1]))]
+        if name == "if":
+            return self.if_op(op)
+        if name == "for":
+            return self.for_op(op)
+        if name == "while":
+            return self.while_op(op)
+        if name == "parallel":
+            return self.parallel_op(op)
+        if name in ("return", "yield", "condition"):
+            return []
+        raise NotImplementedError(f"no physical lowering for KIR op '{name}'")
+
+    # -- relations ---------------------------------------------------------------------------
+    def domain(self, op: Op) -> list[P.Stmt]:
+        begin, end, step = (self.read(v) for v in op.operands)
+        out: list[P.Stmt] = []
+        step_const = self._const_value(op.operands[2])
+        if step_const is None or step_const <= 0:
+            out.append(P.Check(P.Compare(BOOL, "gt", step, P.Const(INDEX, 0)), "INTENT_E_DOMAIN",
+                               f"{self.func.name}: a domain step must be positive, got %lld{self.where(op)}",
+                               (step,)))
+        length = self.fresh("len", INDEX)
+        diff = P.Binary(INDEX, "sub", end, begin)
+        if step_const == 1:
+            count = P.Binary(INDEX, "max", diff, P.Const(INDEX, 0))
+        else:
+            # ceil(diff / step) for diff > 0 without overflow: (diff - 1) / step + 1.
+            ceil = P.Binary(INDEX, "add", P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", diff, P.Const(INDEX, 1)),
+                                                    step), P.Const(INDEX, 1))
+            count = P.Select(INDEX, P.Compare(BOOL, "gt", diff, P.Const(INDEX, 0)), ceil, P.Const(INDEX, 0))
+        out.append(P.Assign(length, count))
+        self.domains[id(op.result)] = (begin, end, step, P.read(length))
+        return out
+
+    def _const_value(self, value: Value):
+        for op in self.func.walk():
+            if op.name == "const" and op.results and op.results[0] is value:
+                return op.attrs["value"]
+        return None
+
+    def bcast_extent(self, op: Op) -> list[P.Stmt]:
+        a, b = (self.read(v) for v in op.operands)
+        one = P.Const(INDEX, 1)
+        ok = P.Binary(BOOL, "or", P.Compare(BOOL, "eq", a, b),
+                      P.Binary(BOOL, "or", P.Compare(BOOL, "eq", a, one), P.Compare(BOOL, "eq", b, one)))
+        message = (f"{self.func.name}: incompatible broadcast ({op.attrs.get('what', 'extents')}): "
+                   f"%lld and %lld are neither equal nor 1{self.where(op)}")
+        return [P.Check(ok, "INTENT_E_SHAPE", message, (a, b)),
+                P.Assign(self.var(op.result), P.Select(INDEX, P.Compare(BOOL, "eq", a, one), b, a))]
+
+    def address(self, op: Op, tensor: Value, indices) -> tuple[list[P.Stmt], P.Expr]:
+        sym = self.tensors[id(tensor)]
+        proven = op.attrs.get("inbounds", [False] * sym.rank)
+        checks: list[P.Stmt] = []
+        offset: P.Expr | None = None
+        for axis, index in enumerate(indices):
+            i = self.read(index)
+            extent = P.Field(INDEX, sym, "shape", axis)
+            if not proven[axis]:
+                ok = P.Binary(BOOL, "and", P.Compare(BOOL, "ge", i, P.Const(INDEX, 0)), P.Compare(BOOL, "lt", i, extent))
+                checks.append(P.Check(ok, "INTENT_E_BOUNDS",
+                                      f"{self.func.name}: index %lld is out of range [0, %lld) on axis {axis} of "
+                                      f"'{sym.name}'{self.where(op)}", (i, extent)))
+            term = P.Binary(INDEX, "mul", i, P.Field(INDEX, sym, "stride", axis))
+            offset = term if offset is None else P.Binary(INDEX, "add", offset, term)
+        return checks, offset if offset is not None else P.Const(INDEX, 0)
+
+    # -- control -----------------------------------------------------------------------------------
+    def yields(self, block: Block, targets: list[P.Var], name: str = "yield") -> list[P.Stmt]:
+        term = block.ops[-1]
+        assert term.name == name
+        values = [self.read(v) for v in term.operands]
+        if len(targets) <= 1:
+            return [P.Assign(t, v) for t, v in zip(targets, values)]
+        temps = [self.fresh(t.name + "_next", t.dtype) for t in targets]
+        return [P.Assign(t, v) for t, v in zip(temps, values)] + \
+               [P.Assign(t, P.read(tmp)) for t, tmp in zip(targets, temps)]
+
+    def if_op(self, op: Op) -> list[P.Stmt]:
+        targets = [self.var(r) for r in op.results]
+        then = self.block(op.regions[0]) + self.yields(op.regions[0], targets)
+        orelse = self.block(op.regions[1]) + self.yields(op.regions[1], targets)
+        return [P.If(self.read(op.operands[0]), tuple(then), tuple(orelse))]
+
+    def bind_carries(self, op: Op, args: list[Value]) -> tuple[list[P.Var], list[P.Stmt]]:
+        carries = [self.var(r) for r in op.results]
+        for arg, var in zip(args, carries):
+            self.vars[id(arg)] = var
+        return carries, []
+
+    def for_op(self, op: Op) -> list[P.Stmt]:
+        domain, inits = op.operands[0], op.operands[1:]
+        body = op.regions[0]
+        carries = [self.var(r) for r in op.results]
+        out = [P.Assign(c, self.read(v)) for c, v in zip(carries, inits)]
+        for arg, var in zip(body.args[1:], carries):
+            self.vars[id(arg)] = var
+        ordinal = self.fresh("t", INDEX)
+        point = self.point(body.args[0], domain, ordinal)
+        stmts = [point] + self.block(body) + self.yields(body, carries)
+        begin, end, step, length = self.domains[id(domain)]
+        out.append(P.Loop(ordinal, length, tuple(stmts), "serial"))
+        return out
+
+    def point(self, arg: Value, domain: Value, ordinal: P.Var) -> P.Stmt:
+        begin, _end, step, _length = self.domains[id(domain)]
+        return P.Assign(self.var(arg), P.Binary(INDEX, "add", begin, P.Binary(INDEX, "mul", P.read(ordinal), step)))
+
+    def while_op(self, op: Op) -> list[P.Stmt]:
+        cond_block, body = op.regions
+        carries = [self.var(r) for r in op.results]
+        out = [P.Assign(c, self.read(v)) for c, v in zip(carries, op.operands)]
+        for arg, var in zip(cond_block.args, carries):
+            self.vars[id(arg)] = var
+        for arg, var in zip(body.args, carries):
+            self.vars[id(arg)] = var
+        cond_stmts = self.block(cond_block)
+        cond = self.read(cond_block.ops[-1].operands[0])
+        stmts = self.block(body) + self.yields(body, carries)
+        out.append(P.While(tuple(cond_stmts), cond, tuple(stmts)))
+        return out
+
+    def parallel_op(self, op: Op) -> list[P.Stmt]:
+        body = op.regions[0]
+        self.parallel_depth += 1
+        try:
+            inner = self.block(body)
+        finally:
+            self.parallel_depth -= 1
+        ordinals = [self.fresh(f"t_{arg.hint or 'p'}", INDEX) for arg in body.args]
+        stmts = tuple(inner)
+        for depth in reversed(range(len(op.operands))):
+            domain = op.operands[depth]
+            point = self.point(body.args[depth], domain, ordinals[depth])
+            kind = "parallel" if depth == 0 and self.parallel_depth == 0 else "point"
+            stmts = (P.Loop(ordinals[depth], self.domains[id(domain)][3], (point,) + stmts, kind),)
+        return list(stmts)

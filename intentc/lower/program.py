@@ -1,0 +1,289 @@
+"""The physical program: a small imperative loop IR that codegen turns into LLVM IR.
+
+It is what KIR becomes for one target: mutable scalar variables instead of SSA, loops
+over ordinal counts with an explicit kind (``serial``, ``parallel`` = thread tasks over
+blocks of ``grain`` iterations), element addresses as explicit offsets from a tensor's
+data pointer using its extents and strides, and explicit run-time checks that return an
+error code. All nodes are frozen dataclasses; passes build new trees.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from intentc.kir.types import DType
+
+
+# ---- symbols -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Var:
+    name: str
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class TensorSym:
+    """A tensor parameter after the ABI checks: a data pointer, extents and strides."""
+
+    name: str
+    dtype: DType
+    rank: int
+    writable: bool
+
+
+# ---- expressions ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expr:
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: object
+
+
+@dataclass(frozen=True)
+class Read(Expr):
+    var: Var
+
+
+def read(var: Var) -> Read:
+    return Read(var.dtype, var)
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    op: str  # the KIR names: add sub mul div floordiv mod pow min max and or xor shl shr
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    op: str  # neg not abs exp log sqrt
+    a: Expr
+
+
+@dataclass(frozen=True)
+class Compare(Expr):
+    pred: str
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    a: Expr
+
+
+@dataclass(frozen=True)
+class Field(Expr):
+    """A tensor's extent (``shape``) or element stride (``stride``) on one axis (index)."""
+
+    tensor: TensorSym
+    kind: str
+    axis: int
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    tensor: TensorSym
+    offset: Expr  # in elements from the data pointer
+
+
+# ---- statements -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stmt:
+    pass
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    var: Var
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    tensor: TensorSym
+    offset: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True)
+class Loop(Stmt):
+    """``for var in [0, count)`` in order; ``parallel`` loops run blocks of ``grain``
+    consecutive iterations as thread tasks (the grain depends only on the problem)."""
+
+    var: Var
+    count: Expr
+    body: tuple[Stmt, ...]
+    kind: str = "serial"
+    grain: Expr | None = None
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    """Run ``cond_body``, then test ``cond``; while true, run ``body`` and repeat."""
+
+    cond_body: tuple[Stmt, ...]
+    cond: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Check(Stmt):
+    """Fail the call with status ``code`` unless ``cond`` holds; ``message`` is a printf
+    format whose ``%lld`` conversions take ``args`` (index values)."""
+
+    cond: Expr
+    code: str
+    message: str
+    args: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    params: tuple  # Var (scalars) or TensorSym, in ABI order
+    body: tuple[Stmt, ...]
+    source_name: str = ""
+    result_params: tuple[str, ...] = ()
+    manifest: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Program:
+    module: str
+    kernels: tuple[Kernel, ...]
+
+
+# ---- printing (explain --stage physical) ----------------------------------------------------------
+def format_expr(e: Expr) -> str:
+    if isinstance(e, Const):
+        return f"{e.value!r}:{e.dtype}"
+    if isinstance(e, Read):
+        return e.var.name
+    if isinstance(e, Binary):
+        return f"{e.op}({format_expr(e.a)}, {format_expr(e.b)})"
+    if isinstance(e, Unary):
+        return f"{e.op}({format_expr(e.a)})"
+    if isinstance(e, Compare):
+        return f"{e.pred}({format_expr(e.a)}, {format_expr(e.b)})"
+    if isinstance(e, Select):
+        return f"select({format_expr(e.cond)}, {format_expr(e.a)}, {format_expr(e.b)})"
+    if isinstance(e, Cast):
+        return f"cast<{e.dtype}>({format_expr(e.a)})"
+    if isinstance(e, Field):
+        return f"{e.tensor.name}.{e.kind}[{e.axis}]"
+    if isinstance(e, Load):
+        return f"{e.tensor.name}.data[{format_expr(e.offset)}]"
+    raise TypeError(e)
+
+
+def format_stmts(stmts, indent: str = "") -> list[str]:
+    lines = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            lines.append(f"{indent}{s.var.name}: {s.var.dtype} = {format_expr(s.value)}")
+        elif isinstance(s, Store):
+            lines.append(f"{indent}{s.tensor.name}.data[{format_expr(s.offset)}] = {format_expr(s.value)}")
+        elif isinstance(s, If):
+            lines.append(f"{indent}if {format_expr(s.cond)}:")
+            lines += format_stmts(s.then, indent + "  ") or [indent + "  pass"]
+            if s.orelse:
+                lines.append(f"{indent}else:")
+                lines += format_stmts(s.orelse, indent + "  ")
+        elif isinstance(s, Loop):
+            grain = f" grain={format_expr(s.grain)}" if s.grain is not None else ""
+            lines.append(f"{indent}for {s.var.name} in {s.kind}(0, {format_expr(s.count)}){grain}:")
+            lines += format_stmts(s.body, indent + "  ") or [indent + "  pass"]
+        elif isinstance(s, While):
+            lines.append(f"{indent}while:")
+            lines += format_stmts(s.cond_body, indent + "    ")
+            lines.append(f"{indent}  test {format_expr(s.cond)}")
+            lines.append(f"{indent}  body:")
+            lines += format_stmts(s.body, indent + "    ")
+        elif isinstance(s, Check):
+            args = "".join(", " + format_expr(a) for a in s.args)
+            lines.append(f"{indent}check {format_expr(s.cond)} else {s.code} {s.message!r}{args}")
+        else:
+            raise TypeError(s)
+    return lines
+
+
+def format_program(program: Program) -> str:
+    out = [f"physical module {program.module}"]
+    for kernel in program.kernels:
+        params = ", ".join(
+            f"{p.name}: {p.dtype}[rank {p.rank}]{' mut' if p.writable else ''}" if isinstance(p, TensorSym)
+            else f"{p.name}: {p.dtype}" for p in kernel.params)
+        out.append(f"\nkernel {kernel.name}({params}):")
+        out += format_stmts(kernel.body, "  ")
+    return "\n".join(out) + "\n"
+
+
+# ---- rewriting ------------------------------------------------------------------------------------
+def map_expr(e: Expr, fn) -> Expr:
+    """Rebuild ``e`` bottom-up, applying ``fn`` to every node (children first)."""
+    from dataclasses import fields, replace
+
+    changes = {}
+    for f in fields(e):
+        value = getattr(e, f.name)
+        if isinstance(value, Expr):
+            changes[f.name] = map_expr(value, fn)
+    if changes:
+        e = replace(e, **changes)
+    return fn(e)
+
+
+def map_stmts(stmts, fn) -> tuple[Stmt, ...]:
+    """Apply ``fn`` to every expression inside ``stmts`` (recursively)."""
+    from dataclasses import replace
+
+    out = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            s = replace(s, value=map_expr(s.value, fn))
+        elif isinstance(s, Store):
+            s = replace(s, offset=map_expr(s.offset, fn), value=map_expr(s.value, fn))
+        elif isinstance(s, If):
+            s = replace(s, cond=map_expr(s.cond, fn), then=map_stmts(s.then, fn), orelse=map_stmts(s.orelse, fn))
+        elif isinstance(s, Loop):
+            s = replace(s, count=map_expr(s.count, fn), body=map_stmts(s.body, fn),
+                        grain=map_expr(s.grain, fn) if s.grain is not None else None)
+        elif isinstance(s, While):
+            s = replace(s, cond_body=map_stmts(s.cond_body, fn), cond=map_expr(s.cond, fn),
+                        body=map_stmts(s.body, fn))
+        elif isinstance(s, Check):
+            s = replace(s, cond=map_expr(s.cond, fn), args=tuple(map_expr(a, fn) for a in s.args))
+        out.append(s)
+    return tuple(out)
+
+
+def walk_stmts(stmts):
+    """Every statement in ``stmts``, nested ones included (pre-order)."""
+    for s in stmts:
+        yield s
+        if isinstance(s, If):
+            yield from walk_stmts(s.then)
+            yield from walk_stmts(s.orelse)
+        elif isinstance(s, Loop):
+            yield from walk_stmts(s.body)
+        elif isinstance(s, While):
+            yield from walk_stmts(s.cond_body)
+            yield from walk_stmts(s.body)
