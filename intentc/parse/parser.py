@@ -18,9 +18,9 @@ from intentc.source import SourceFile, Span
 # Token names as a reader would say them.
 _TOKEN_WORDS = {
     "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "STRING": "a string",
-    "_NEWLINE": "the end of the line", "_INDENT": "an indented block", "_DEDENT": "the end of the block",
+    "_NEWLINE": "end of line", "_INDENT": "an indented block", "_DEDENT": "the end of the block",
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COLON": "':'", "COMMA": "','",
-    "EQUAL": "'='", "$END": "the end of the file", "COMPOP": "a comparison", "MUT": "'mut'",
+    "EQUAL": "'='", "$END": "end of file", "TRUE": "True", "FALSE": "False", "NOT": "'not'", "COMPOP": "a comparison", "MUT": "'mut'",
 }
 
 
@@ -39,6 +39,8 @@ def _describe(token_type: str, value: str | None = None) -> str:
 
 
 def _expected_words(expected) -> str:
+    if {"NAME", "INT", "FLOAT"} <= set(expected):
+        return "an expression"
     words = sorted({_describe(t) for t in expected if not t.startswith("__")})
     if len(words) > 6:
         words = words[:6] + ["..."]
@@ -78,7 +80,12 @@ def _token_error(source: SourceFile, exc: UnexpectedToken) -> CompileError:
     if start is None:
         start = max(0, len(source.text) - 1)
     end = getattr(token, "end_pos", None) or start + 1
-    if token.type in ("_NEWLINE", "_DEDENT", "$END"):
+    if token.type == "_INDENT":
+        # The token sits on the previous line break; point at the indented text.
+        while start < len(source.text) - 1 and source.text[start] in "\r\n \t":
+            start += 1
+        end = start + 1
+    elif token.type in ("_NEWLINE", "_DEDENT", "$END"):
         # Point at the end of the previous line rather than at the next one.
         start = max(0, start)
         while start > 0 and source.text[start - 1] in "\n\r \t":
@@ -91,7 +98,9 @@ def _token_error(source: SourceFile, exc: UnexpectedToken) -> CompileError:
     message = f"unexpected {found}"
     if token.type == "_INDENT":
         message = "unexpected indentation"
-    hint = f"expected {expected}" if expected else None
+        hint = "indent only the body of a def, if, elif, else, for or while"
+    if token.type != "_INDENT":
+        hint = f"expected {expected}" if expected else None
     if "COLON" in exc.expected and token.type in ("_NEWLINE",):
         hint = "a block header (def, if, elif, else, for, while) ends with ':'"
     return error(message, span, hint=hint)

@@ -1,0 +1,159 @@
+"""The ``intentc`` command line (click): build, check, explain."""
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from intentc import __version__
+from intentc.diagnostics import CompileError, render_rich
+
+STAGES = ("ast", "kir", "lowered", "physical", "llvm", "llvm-opt", "asm")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def _fail(exc: CompileError) -> None:
+    render_rich(exc.diagnostics, _console())
+    count = len(exc.diagnostics)
+    _console().print(f"[bold red]{count} error{'s' if count != 1 else ''}[/]")
+    sys.exit(1)
+
+
+def _cmake_dir() -> str:
+    from intentc.resources import data_dir
+
+    return str(data_dir("cmake"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+@click.version_option(__version__, prog_name="intentc")
+@click.option("--cmake-dir", is_flag=True, help="Print the folder of intentc's CMake package and exit.")
+@click.pass_context
+def main(ctx, cmake_dir):
+    """intentc: the ahead-of-time compiler for Intent kernels."""
+    if cmake_dir:
+        try:
+            click.echo(_cmake_dir())
+        except FileNotFoundError as exc:
+            raise click.ClickException(str(exc))
+        return
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Output file: .so (shared library + header), .o (object), .a (archive) or .h (header).")
+@click.option("--target", default="host", show_default=True, help="Target: host or x86_64-linux-gnu.")
+@click.option("--cpu", default="native", show_default=True, help="CPU to tune for (LLVM name), or native.")
+@click.option("--emit-header/--no-emit-header", default=None,
+              help="Also write OUTPUT's header (default: yes for .so).")
+@click.option("--depfile", type=click.Path(dir_okay=False), help="Write Make-style dependencies here.")
+@click.option("-v", "--verbose", is_flag=True, help="Print the files written and the time taken.")
+def build(source, output, target, cpu, emit_header, depfile, verbose):
+    """Compile SOURCE into OUTPUT."""
+    from intentc.driver import build as build_files
+
+    start = time.perf_counter()
+    try:
+        written = build_files(source, output, target, cpu, emit_header, depfile)
+    except CompileError as exc:
+        _fail(exc)
+    if verbose:
+        for path in written:
+            click.echo(f"wrote {path}")
+        click.echo(f"built in {time.perf_counter() - start:.2f} s")
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+def check(source):
+    """Check SOURCE and print its diagnostics (exit 1 on errors)."""
+    from intentc.driver import frontend, read_source
+
+    try:
+        module = frontend(read_source(source), source)
+    except CompileError as exc:
+        _fail(exc)
+    click.echo(f"{source}: ok ({len(module.kernels)} kernel{'s' if len(module.kernels) != 1 else ''})")
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--stage", type=click.Choice(STAGES), default="kir", show_default=True,
+              help="ast: syntax tree; kir: KIR from sema; lowered: KIR after the KIR passes; physical: the "
+                   "loop program; llvm / llvm-opt: LLVM IR before / after optimisation; asm: assembly.")
+@click.option("--print-after", type=str, default=None, help="Print the IR after this lowering pass (or 'all').")
+@click.option("--target", default="host", show_default=True)
+@click.option("--cpu", default="native", show_default=True)
+def explain(source, stage, print_after, target, cpu):
+    """Show SOURCE at one stage of the pipeline."""
+    from intentc.driver import compile_source, frontend, read_source
+
+    try:
+        text = read_source(source)
+        if print_after:
+            from intentc.lower.pipeline import lower
+
+            lower(frontend(text, source), print_after=print_after,
+                  log=lambda name, ir: click.echo(f"// ----- after {name} -----\n{ir}"))
+            return
+        if stage == "ast":
+            from intentc.parse import parse_source
+
+            click.echo(_format_ast(parse_source(text, source)))
+        elif stage == "kir":
+            from intentc.kir.printer import print_module
+
+            click.echo(print_module(frontend(text, source)), nl=False)
+        else:
+            compiled = compile_source(text, source, target, cpu, optimize_ir=stage in ("llvm-opt", "asm"))
+            if stage == "lowered":
+                from intentc.kir.printer import print_module
+
+                click.echo(print_module(compiled.kir), nl=False)
+            elif stage == "physical":
+                from intentc.lower.program import format_program
+
+                click.echo(format_program(compiled.program), nl=False)
+            elif stage == "llvm":
+                click.echo(compiled.llvm_ir)
+            elif stage == "llvm-opt":
+                click.echo(str(compiled.optimized))
+            else:
+                from intentc.codegen.optimize import emit_assembly
+
+                click.echo(emit_assembly(compiled.optimized, compiled.spec))
+    except CompileError as exc:
+        _fail(exc)
+
+
+def _format_ast(node, indent: str = "") -> str:
+    from dataclasses import fields, is_dataclass
+
+    if isinstance(node, tuple):
+        return "\n".join(_format_ast(item, indent) for item in node)
+    if not is_dataclass(node):
+        return f"{indent}{node!r}"
+    lines = [f"{indent}{type(node).__name__}"]
+    for f in fields(node):
+        if f.name in ("span", "name_span"):
+            continue
+        value = getattr(node, f.name)
+        if is_dataclass(value) or (isinstance(value, tuple) and value and is_dataclass(value[0])):
+            lines.append(f"{indent}  {f.name}:")
+            lines.append(_format_ast(value, indent + "    "))
+        else:
+            lines.append(f"{indent}  {f.name}: {value!r}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
