@@ -111,14 +111,16 @@ def explain(source, stage, print_after, target, cpu):
             click.echo(_format_ast(parse_source(text, source)))
         elif stage == "kir":
             from intentc.kir.printer import print_module
+            from intentc.kir.provenance import annotate
 
-            click.echo(print_module(frontend(text, source)), nl=False)
+            click.echo(print_module(frontend(text, source), annotate=annotate), nl=False)
         else:
             compiled = compile_source(text, source, target, cpu, optimize_ir=stage in ("llvm-opt", "asm"))
             if stage == "lowered":
                 from intentc.kir.printer import print_module
+                from intentc.kir.provenance import annotate
 
-                click.echo(print_module(compiled.kir), nl=False)
+                click.echo(print_module(compiled.kir, annotate=annotate), nl=False)
             elif stage == "physical":
                 from intentc.lower.program import format_program
 

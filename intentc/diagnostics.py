@@ -53,6 +53,16 @@ class CompileError(Exception):
         return "\n".join(d.render_plain() for d in self.diagnostics)
 
 
+def quote(span: Span | None, limit: int = 40) -> str | None:
+    """The source text under ``span`` in quotes for a message, or None when it is long or spans lines."""
+    if span is None:
+        return None
+    text = span.text.strip()
+    if not text or len(text) > limit or "\n" in text:
+        return None
+    return f"'{text}'"
+
+
 def error(message: str, span: Span | None = None, rule: str | None = None,
           hint: str | None = None, notes: tuple[str, ...] = ()) -> CompileError:
     """Build a CompileError holding one diagnostic (raise the result)."""

@@ -57,6 +57,11 @@ class Span:
         line, column = self.source.line_col(self.start)
         return f"{self.source.path}:{line}:{column}"
 
+    @property
+    def text(self) -> str:
+        """The source text under the span."""
+        return self.source.text[self.start:self.end]
+
     def join(self, other: "Span | None") -> "Span":
         if other is None:
             return self

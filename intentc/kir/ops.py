@@ -168,6 +168,22 @@ def _verify_broadcast(op: Op) -> None:
     _need(element_dtype(src) == res.dtype, op, "broadcast keeps the dtype")
 
 
+def _verify_subregion(op: Op) -> None:
+    """subregion(d, a, b): the members of d in [a, b); requires d.begin <= a <= b <= d.end (D4, D5)."""
+    _arity(op, 3, 1)
+    _need(op.operands[0].type == DOMAIN, op, "the source must be a domain")
+    _need(op.operands[1].type == INDEX and op.operands[2].type == INDEX, op, "bounds must be index")
+    _need(op.result.type == DOMAIN, op, "result must be a domain")
+
+
+def _verify_indices(op: Op) -> None:
+    """indices(d): the 1-D index tensor of d's source coordinates, in order (C1, D6)."""
+    _arity(op, 1, 1)
+    _need(op.operands[0].type == DOMAIN, op, "operand must be a domain")
+    res = op.result.type
+    _need(isinstance(res, TensorType) and res.dtype == INDEX and res.rank == 1, op, "result is index[len]")
+
+
 def _verify_bcast_extent(op: Op) -> None:
     _arity(op, 2, 1)
     _need(all(v.type == INDEX for v in op.operands) and op.result.type == INDEX, op, "index operands")
@@ -180,6 +196,8 @@ def _verify_assert_eq(op: Op) -> None:
 
 _register("domain", "relation", CHECK, _verify_domain)
 _register("dim", "relation", PURE, _verify_dim)
+_register("subregion", "relation", CHECK, _verify_subregion)
+_register("indices", "relation", PURE, _verify_indices)
 _register("axis", "relation", PURE, _verify_dim)
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     _register(_name, "relation", PURE, _verify_domain_query)

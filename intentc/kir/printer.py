@@ -29,6 +29,8 @@ class _Namer:
         self.counter = 0
 
     def define(self, value: Value) -> str:
+        if id(value) in self.names:
+            return f"%{self.names[id(value)]}"
         hint = value.hint if _IDENT.match(value.hint or "") else ""
         name = hint
         if not name or name in self.used:
@@ -53,15 +55,29 @@ def _attrs(op: Op) -> str:
     return " " + json.dumps(op.attrs, sort_keys=True)
 
 
-def _print_block(block: Block, namer: _Namer, indent: str, lines: list[str], with_args: bool) -> None:
+def _name_block(block: Block, namer: _Namer, with_args: bool) -> None:
+    """Assign every name in printing order first, so annotations can refer to any value."""
+    if with_args:
+        for arg in block.args:
+            namer.define(arg)
+    for op in block.ops:
+        for result in op.results:
+            namer.define(result)
+        for region in op.regions:
+            _name_block(region, namer, with_args=True)
+
+
+def _print_block(block: Block, namer: _Namer, indent: str, lines: list[str], with_args: bool, notes=None) -> None:
     if with_args:
         args = ", ".join(f"{namer.define(a)}:{a.type}" for a in block.args)
         lines.append(f"{indent}^({args})")
     for op in block.ops:
-        _print_op(op, namer, indent, lines)
+        _print_op(op, namer, indent, lines, notes)
 
 
-def _print_op(op: Op, namer: _Namer, indent: str, lines: list[str]) -> None:
+def _print_op(op: Op, namer: _Namer, indent: str, lines: list[str], notes=None) -> None:
+    for note in (notes or {}).get(id(op), ()):
+        lines.append(f"{indent}// {note}")
     operands = ", ".join(namer.use(v) for v in op.operands)
     head = f"{op.name}({operands}){_attrs(op)}"
     # Region arguments are named before results so that names read in definition order.
@@ -73,12 +89,18 @@ def _print_op(op: Op, namer: _Namer, indent: str, lines: list[str]) -> None:
         return
     lines.append(f"{indent}{head} {{")
     for index, region in enumerate(op.regions):
-        _print_block(region, namer, indent + "  ", lines, with_args=True)
+        _print_block(region, namer, indent + "  ", lines, with_args=True, notes=notes)
         lines.append(f"{indent}}}" + (" {" if index + 1 < len(op.regions) else ""))
 
 
-def print_function(func: Function, namer: _Namer | None = None) -> str:
-    namer = namer or _Namer()
+def print_function(func: Function, annotate=None) -> str:
+    """``annotate(func, name_of) -> {id(op): [comment lines]}`` adds ``//`` comments
+    (the parser skips them), e.g. the provenance shown by ``intentc explain``."""
+    namer = _Namer()
+    for value in func.args:
+        namer.define(value)
+    _name_block(func.body, namer, with_args=False)
+    notes = annotate(func, lambda v: namer.use(v)) if annotate else None
     params = []
     for param, value in zip(func.params, func.args):
         text = f"{namer.define(value)}: {value.type}"
@@ -94,13 +116,13 @@ def print_function(func: Function, namer: _Namer | None = None) -> str:
     if any(func.result_extents):
         extents = " " + json.dumps([list(e) for e in func.result_extents])
     lines = [f"{func.kind} @{func.name}({', '.join(params)}) -> ({results}){extents} {{"]
-    _print_block(func.body, namer, "  ", lines, with_args=False)
+    _print_block(func.body, namer, "  ", lines, with_args=False, notes=notes)
     lines.append("}")
     return "\n".join(lines)
 
 
-def print_module(module: Module) -> str:
+def print_module(module: Module, annotate=None) -> str:
     parts = [f"module @{module.name}"]
     for func in module.functions:
-        parts.append(print_function(func))
+        parts.append(print_function(func, annotate))
     return "\n\n".join(parts) + "\n"

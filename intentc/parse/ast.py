@@ -48,6 +48,15 @@ class Compare(Expr):
 
 
 @dataclass(frozen=True)
+class Membership(Expr):
+    """``element in domain`` (``negated`` for ``not in``)."""
+
+    element: Expr
+    domain: Expr
+    negated: bool = False
+
+
+@dataclass(frozen=True)
 class BoolOp(Expr):
     op: str  # and, or (short-circuit)
     left: Expr

@@ -18,7 +18,7 @@ from intentc.source import SourceFile, Span
 # Token names as a reader would say them.
 _TOKEN_WORDS = {
     "NAME": "a name", "INT": "an integer", "FLOAT": "a number", "STRING": "a string",
-    "_NEWLINE": "end of line", "_INDENT": "an indented block", "_DEDENT": "the end of the block",
+    "_NEWLINE": "end of line", "_INDENT": "an indented block", "_DEDENT": "end of block",
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COLON": "':'", "COMMA": "','",
     "EQUAL": "'='", "$END": "end of file", "TRUE": "True", "FALSE": "False", "NOT": "'not'", "COMPOP": "a comparison", "MUT": "'mut'",
 }
@@ -63,7 +63,7 @@ def parse_source(text: str, path: str = "<input>") -> ast.Module:
                     hint=f"expected {_expected_words(exc.expected)}") from None
     except DedentError:
         raise error("inconsistent indentation: this line does not match any outer block",
-                    Span(source, 0, 1)) from None
+                    _dedent_span(source), hint="indent it exactly as far as the block it belongs to") from None
     except UnexpectedInput as exc:  # any other Lark failure still becomes a diagnostic
         raise error(f"syntax error: {exc}", Span(source, 0, 1)) from None
     try:
@@ -72,6 +72,23 @@ def parse_source(text: str, path: str = "<input>") -> ast.Module:
         if isinstance(exc.orig_exc, CompileError):
             raise exc.orig_exc from None
         raise
+
+
+def _dedent_span(source: SourceFile) -> Span:
+    """Where the indenter gave up: the first character of the line after the last line break it read."""
+    last = None
+    try:
+        for token in _lark().lex(source.text):
+            if token.type == "_NEWLINE":
+                last = token
+    except DedentError:
+        pass
+    except UnexpectedInput:
+        last = None
+    if last is None or last.end_pos is None:
+        return Span(source, 0, 1)
+    start = min(last.end_pos, len(source.text) - 1)
+    return Span(source, start, start + 1)
 
 
 def _token_error(source: SourceFile, exc: UnexpectedToken) -> CompileError:
@@ -96,6 +113,9 @@ def _token_error(source: SourceFile, exc: UnexpectedToken) -> CompileError:
     found = _describe(token.type, str(token))
     expected = _expected_words(exc.expected)
     message = f"unexpected {found}"
+    after = token.end_pos if getattr(token, "end_pos", None) is not None else len(source.text)
+    if token.type in ("_DEDENT", "$END") and not source.text[after:].strip():
+        message = "unexpected end of file"
     if token.type == "_INDENT":
         message = "unexpected indentation"
         hint = "indent only the body of a def, if, elif, else, for or while"

@@ -170,6 +170,14 @@ class ToAst(Transformer):
             result = cmp if result is None else ast.BoolOp(result.span.join(cmp.span), "and", result, cmp)
         return result
 
+    def membership(self, meta, children):
+        element, domain = children
+        return ast.Membership(self._span(meta), element, domain)
+
+    def non_membership(self, meta, children):
+        element, _not, domain = children
+        return ast.Membership(self._span(meta), element, domain, negated=True)
+
     def binary(self, meta, children):
         result = children[0]
         for index in range(1, len(children), 2):

@@ -1,6 +1,7 @@
 """Type annotations of parameters, results and locals: ``f32``, ``f32[N, 4]``, ``(f32, i32)``."""
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from intentc.diagnostics import error
@@ -22,8 +23,10 @@ def dtype_of(expr: ast.Expr) -> DType:
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "I" \
             and expr.attr in DTYPES:
         return DTYPES[expr.attr]
-    raise error("expected a dtype", expr.span,
-                hint="dtypes are " + ", ".join(sorted(DTYPES)))
+    name = expr.id if isinstance(expr, ast.Name) else expr.attr if isinstance(expr, ast.Attribute) else None
+    close = difflib.get_close_matches(name, list(DTYPES), n=1) if name else []
+    raise error(f"unknown dtype '{name}'" if name else "expected a dtype", expr.span,
+                hint=(f"did you mean '{close[0]}'? " if close else "") + "dtypes are " + ", ".join(sorted(DTYPES)))
 
 
 def annotation(expr: ast.Expr) -> Annotated:

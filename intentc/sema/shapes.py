@@ -8,7 +8,7 @@ differs from the result gets an explicit ``broadcast`` op with its axis map (S2,
 """
 from __future__ import annotations
 
-from intentc.diagnostics import error
+from intentc.diagnostics import error, quote
 from intentc.kir.core import Value
 from intentc.kir.types import INDEX, TensorType
 
@@ -55,8 +55,10 @@ def _combine(builder, a: Extent, b: Extent, span_a, span_b, axis_from_end: int) 
             return b
         if b == 1:
             return a
-        raise error(f"incompatible broadcast: extents {a} and {b} on axis {axis_from_end} "
-                    "(counted from the end) are neither equal nor 1", span_b.join(span_a), rule="S2",
+        left, right = quote(span_a) or "the left operand", quote(span_b) or "the right operand"
+        raise error(f"incompatible broadcast: {left} has extent {a} but {right} has extent {b} on axis "
+                    f"{axis_from_end} (counted from the end); extents must be equal or one of them 1",
+                    span_b.join(span_a), rule="S2",
                     hint="make the extents equal, or give one of them the extent 1")
     if isinstance(a, int) and a == 1:
         return b

@@ -10,9 +10,10 @@ Guarantees of the KIR it builds (checked by ``intentc.kir.verifier``):
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
-from intentc.diagnostics import CompileError, error
+from intentc.diagnostics import CompileError, error, quote
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, DomainType, TensorType, element_dtype
 from intentc.parse import ast
@@ -26,6 +27,7 @@ _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%"
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 _UNARY_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "abs": "abs"}
 _BINARY_MATH = {"minimum": "min", "maximum": "max"}
+_OTHER_BUILTINS = ("cast", "domain", "indices", "parallel", "where")
 
 
 @dataclass
@@ -45,7 +47,8 @@ def build_module(tree: ast.Module, name: str) -> Module:
     diagnostics = []
     for fn in tree.functions:
         if fn.name in signatures:
-            diagnostics.append(error(f"'{fn.name}' is defined twice", fn.name_span).diagnostics[0])
+            diagnostics.append(error(f"'{fn.name}' is defined twice (first at line {signatures[fn.name].span.line})",
+                                     fn.name_span, hint="rename one of the two functions").diagnostics[0])
             continue
         try:
             signatures[fn.name] = _signature(fn)
@@ -53,8 +56,8 @@ def build_module(tree: ast.Module, name: str) -> Module:
             diagnostics += exc.diagnostics
     module = Module(name)
     for fn in tree.functions:
-        if fn.name not in signatures:
-            continue
+        if fn.name not in signatures or signatures[fn.name].span is not fn.name_span:
+            continue  # a signature error or a second definition, diagnosed above
         try:
             module.functions.append(FunctionBuilder(signatures, fn).build())
         except CompileError as exc:
@@ -64,7 +67,31 @@ def build_module(tree: ast.Module, name: str) -> Module:
     if not module.kernels:
         raise error("the module defines no @intent.kernel", tree.span if tree.functions else None,
                     hint="decorate an entry point with @intent.kernel")
+    _check_recursion(module)
     return module
+
+
+def _check_recursion(module: Module) -> None:
+    """Helpers are inlined into their callers, so no helper may reach a call of itself."""
+    calls = {f.name: [op for op in f.walk() if op.name == "call"] for f in module.functions}
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "active"
+        for op in calls.get(name, []):
+            callee = op.attrs["callee"]
+            if state.get(callee) == "active":
+                cycle = " -> ".join(path[path.index(callee):] + [callee])
+                raise error(f"helper '{callee}' calls itself ({cycle}); recursion is not supported", op.span,
+                            hint="helpers are inlined into their callers; write the repetition as an ordered "
+                                 "for or while loop")
+            if callee not in state:
+                visit(callee, path + [callee])
+        state[name] = "done"
+
+    for func in module.functions:
+        if func.name not in state:
+            visit(func.name, [func.name])
 
 
 def _check_imports(tree: ast.Module) -> None:
@@ -91,13 +118,16 @@ def _signature(fn: ast.FunctionDef) -> _Signature:
     if fn.kind == "kernel":
         for ann, expr in zip(results, _result_exprs(fn.returns)):
             if not isinstance(ann.type, TensorType):
-                raise error("a kernel returns tensors only", expr.span,
-                            hint="return a tensor such as f32[N], or write into a 'mut' parameter")
+                raise error(f"kernel '{fn.name}' declares the scalar result {ann.type}, but a kernel returns "
+                            "tensors only", expr.span,
+                            hint=f"return a tensor such as {ann.type}[1], or write into a 'mut' parameter")
             known = {e for p in params for e in p.extents if isinstance(e, str)}
             for extent in ann.extents:
                 if isinstance(extent, str) and extent not in known:
+                    named = ", ".join(sorted(known)) or "none"
                     raise error(f"result extent '{extent}' is not an extent of any parameter", expr.span, rule="S1",
-                                hint="name result extents after parameter extents so the caller can size them")
+                                hint="name result extents after parameter extents so the caller can size them "
+                                     f"(parameter extents: {named}), or use an integer literal")
     return _Signature(fn.name, fn.kind, params, names, results, fn.name_span)
 
 
@@ -148,6 +178,7 @@ class FunctionBuilder:
         self.mutable: set[int] = set()
         self.parallel_depth = 0
         self.parallel_outer: set[str] | None = None
+        self.carry_args: set[int] = set()  # ids of loop-carried region arguments (O2)
 
     # -- emission helpers -----------------------------------------------------------------
     def emit(self, name, operands, result_types=(), attrs=None, regions=None, span=None, hint="") -> Op:
@@ -350,6 +381,10 @@ class FunctionBuilder:
             raise error("only values can be assigned to names", target.span)
         previous = self.scope.get(name)
         if isinstance(previous, Value) and isinstance(value, Value) and previous.type != value.type:
+            if id(previous) in self.carry_args and isinstance(value.type, DType):
+                raise error(f"loop-carried '{name}' changes type from {previous.type} to {value.type}", target.span,
+                            rule="O2", hint=f"a value updated in a loop keeps one dtype; give it that dtype "
+                                            f"before the loop, e.g. `{name}: {value.type} = ...`")
             if not (isinstance(previous.type, TensorType) and isinstance(value.type, TensorType)):
                 raise error(f"'{name}' changes type from {previous.type} to {value.type}", target.span,
                             hint=f"use a new name, or I.cast(..., {element_dtype(previous.type)})")
@@ -378,7 +413,7 @@ class FunctionBuilder:
         if not isinstance(value, Value) or value.type != BOOL:
             got = value.type if isinstance(value, Value) else "a literal"
             raise error(f"a condition must be a scalar bool, got {got}", expr.span, rule="O1",
-                        hint="compare explicitly, e.g. `x != 0`")
+                        hint=f"compare explicitly, e.g. `{expr.span.text if quote(expr.span) else 'x'} != 0`")
         return value
 
     def region(self, args: list[Value], scope: dict, build) -> tuple[Block, dict]:
@@ -440,17 +475,39 @@ class FunctionBuilder:
         return out
 
     def for_stmt(self, stmt: ast.For) -> None:
-        domain = self.domain_of(self.expr(stmt.iter), stmt.iter.span)
-        if len(stmt.targets) != 1:
+        iterable = stmt.iter
+        enumerated = (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
+                      and iterable.func.id == "enumerate" and "enumerate" not in self.scope)
+        if enumerated:
+            if len(iterable.args) != 1 or iterable.keywords:
+                raise error("enumerate takes one domain", iterable.span, rule="D6")
+            iterable = iterable.args[0]
+            if len(stmt.targets) != 2:
+                raise error("`for k, i in enumerate(domain)` binds an ordinal and a coordinate", stmt.span, rule="D6")
+        elif len(stmt.targets) != 1:
             raise error("an ordered for loop binds one index name", stmt.span, rule="O2")
+        domain = self.domain_of(self.expr(iterable), iterable.span)
         carried = self.carried(stmt.body)
-        index = Value(INDEX, stmt.targets[0].id)
+        point_name = stmt.targets[-1].id
+        index = Value(INDEX, point_name)
         args = [index] + [Value(v.type, n.lstrip(".")) for n, v in carried]
+        self.carry_args.update(id(a) for a in args[1:])
         scope = dict(self.scope)
-        scope[stmt.targets[0].id] = index
+        scope[point_name] = index
         for (name, _), arg in zip(carried, args[1:]):
             scope[name] = arg
-        body, final = self.region(args, scope, lambda: self.statements(stmt.body))
+
+        def build_body():
+            if enumerated:  # the local ordinal: (i - begin) // step (D6)
+                begin = self.emit("dom_begin", [domain], [INDEX], span=stmt.span).result
+                step = self.emit("dom_step", [domain], [INDEX], span=stmt.span).result
+                offset = self.emit("sub", [index, begin], [INDEX], span=stmt.span).result
+                ordinal = self.emit("floordiv", [offset, step], [INDEX], span=stmt.span,
+                                    hint=stmt.targets[0].id).result
+                self.scope[stmt.targets[0].id] = ordinal
+            self.statements(stmt.body)
+
+        body, final = self.region(args, scope, build_body)
         body.ops.append(Op("yield", self.check_carries(carried, final, stmt.span), span=stmt.span))
         op = self.emit("for", [domain] + [v for _, v in carried], [v.type for _, v in carried],
                        regions=[body], span=stmt.span)
@@ -462,6 +519,7 @@ class FunctionBuilder:
         carried = self.carried(stmt.body)
         cond_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
         body_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
+        self.carry_args.update(id(a) for a in cond_args + body_args)
         cond_scope = dict(self.scope)
         body_scope = dict(self.scope)
         for (name, _), c, b in zip(carried, cond_args, body_args):
@@ -551,6 +609,8 @@ class FunctionBuilder:
                 import math
                 return Literal({"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e}[node.attr], node.span)
             raise error(f"I.{node.attr} is not a value", node.span, hint="call it, e.g. I.exp(x)")
+        if isinstance(base, Value) and isinstance(base.type, TensorType) and node.attr == "shape":
+            return TupleValue(tuple(self.index_value(e, node.span) for e in self.shape_of(base)))
         raise error(f"unknown attribute '.{node.attr}'", node.span)
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
@@ -650,8 +710,11 @@ class FunctionBuilder:
     def common_dtype(self, left, right, lspan, rspan, span) -> DType:
         types = [element_dtype(v.type) for v in (left, right) if isinstance(v, Value)]
         if len(types) == 2 and types[0] != types[1]:
-            raise error(f"dtype mismatch: {types[0]} and {types[1]}", span,
-                        hint=f"convert one side explicitly, e.g. I.cast(x, {types[0]})")
+            a, b = quote(lspan) or "the left operand", quote(rspan) or "the right operand"
+            hint = "dtypes never convert implicitly; cast one side explicitly"
+            if quote(lspan) and quote(rspan):
+                hint += f", e.g. I.cast({b[1:-1]}, {types[0]}) or I.cast({a[1:-1]}, {types[1]})"
+            raise error(f"dtype mismatch: {a} is {types[0]} but {b} is {types[1]}", span, hint=hint)
         return types[0]
 
     def pointwise_operands(self, operands, dtype: DType, spans, span) -> list[Value]:
@@ -694,6 +757,23 @@ class FunctionBuilder:
         if isinstance(a.type, TensorType):
             self.shapes[id(op.result)] = self.shape_of(a)
         return op.result
+
+    def expr_Membership(self, node: ast.Membership):
+        """``i in d``: begin <= i < end and (i - begin) % step == 0."""
+        element = self.as_index(self.expr(node.element), node.element.span)
+        domain = self.domain_of(self.expr(node.domain), node.domain.span)
+        span = node.span
+        begin, end, step = (self.emit(q, [domain], [INDEX], span=span).result
+                            for q in ("dom_begin", "dom_end", "dom_step"))
+        lo = self.emit("cmp", [begin, element], [BOOL], {"pred": "le"}, span=span).result
+        hi = self.emit("cmp", [element, end], [BOOL], {"pred": "lt"}, span=span).result
+        offset = self.emit("sub", [element, begin], [INDEX], span=span).result
+        rem = self.emit("mod", [offset, step], [INDEX], span=span).result
+        zero = self.const(0, INDEX, span)
+        on_step = self.emit("cmp", [rem, zero], [BOOL], {"pred": "eq"}, span=span).result
+        inside = self.emit("and", [self.emit("and", [lo, hi], [BOOL], span=span).result, on_step], [BOOL],
+                           span=span).result
+        return self.emit("not", [inside], [BOOL], span=span).result if node.negated else inside
 
     def expr_BoolOp(self, node: ast.BoolOp):
         # Short-circuit: the right side runs only when needed (it may read memory).
@@ -766,16 +846,35 @@ class FunctionBuilder:
             if not -len(base.items) <= k < len(base.items):
                 raise error(f"tuple index {k} out of range for {len(base.items)} items", node.span)
             return base.items[k]
+        if isinstance(base, Value) and base.type == DOMAIN:
+            return self.subregion(base, node)
         if not isinstance(base, Value) or not isinstance(base.type, TensorType):
-            raise error("only tensors and tuples can be indexed", node.value.span)
+            raise error("only tensors, domains and tuples can be indexed", node.value.span)
         indices = self.indices(node, base)
         return self.emit("load", [base] + indices, [base.type.dtype], span=node.span).result
+
+    def subregion(self, domain: Value, node: ast.Subscript) -> Value:
+        """``d[a:b]``: the contiguous members of ``d`` in ``[a, b)`` (D4); checked, never clamped (D5)."""
+        if len(node.indices) != 1 or not isinstance(node.indices[0], ast.Slice):
+            raise error("a domain is sliced with one range `d[begin:end]`", node.span, rule="D4",
+                        hint="to pick single coordinates, iterate the domain")
+        piece = node.indices[0]
+        if piece.step is not None:
+            raise error("a strided selection is not a subregion: its members are not contiguous", piece.step.span,
+                        rule="D7", hint="use I.domain(begin, end, step) or an index tensor (an indexed relation)")
+        begin = self.as_index(self.expr(piece.lower), piece.lower.span) if piece.lower is not None else \
+            self.emit("dom_begin", [domain], [INDEX], span=node.span).result
+        end = self.as_index(self.expr(piece.upper), piece.upper.span) if piece.upper is not None else \
+            self.emit("dom_end", [domain], [INDEX], span=node.span).result
+        return self.emit("subregion", [domain, begin, end], [DOMAIN], span=node.span).result
 
     def indices(self, node: ast.Subscript, tensor: Value) -> list[Value]:
         rank = tensor.type.rank
         if len(node.indices) != rank:
-            raise error(f"this tensor has {rank} axes but {len(node.indices)} indices are given", node.span,
-                        hint="give one index per axis")
+            given = len(node.indices)
+            raise error(f"{quote(node.value.span) or 'this tensor'} has {rank} ax{'is' if rank == 1 else 'es'} "
+                        f"but {given} ind{'ex is' if given == 1 else 'ices are'} given", node.span,
+                        hint=f"give one index per axis, e.g. [{', '.join('ijklmn'[k % 6] for k in range(rank))}]")
         out = []
         for item in node.indices:
             if isinstance(item, ast.Slice):
@@ -806,6 +905,18 @@ class FunctionBuilder:
             if isinstance(base, Value) and isinstance(base.type, TensorType):
                 return self.tensor_method(base, func.attr, node)
             raise error(f"'.{func.attr}(...)' is not defined here", func.span)
+        if isinstance(func, ast.Name) and func.id == "len" and func.id not in self.scope:
+            if len(node.args) != 1 or node.keywords:
+                raise error("len takes one domain or tensor", node.span)
+            value = self.expr(node.args[0])
+            if isinstance(value, Value) and value.type == DOMAIN:
+                return self.emit("dom_len", [value], [INDEX], span=node.span).result
+            if isinstance(value, Value) and isinstance(value.type, TensorType) and value.type.rank > 0:
+                return self.index_value(self.shape_of(value)[0], node.span)
+            raise error("len takes a domain or a tensor with at least one axis", node.args[0].span)
+        if isinstance(func, ast.Name) and func.id == "enumerate" and func.id not in self.scope:
+            raise error("enumerate(domain) is only iterated by an ordered for loop", node.span, rule="D6",
+                        hint="write `for k, i in enumerate(domain):`")
         target = self.expr(func)
         if isinstance(target, FunctionRef):
             return self.call_helper(target.name, node)
@@ -841,8 +952,13 @@ class FunctionBuilder:
             if values[0] is None or values[1] is None or len(args) > 3:
                 raise error("I.domain(begin, end, step=1) needs a begin and an end", node.span, rule="D1")
             step_node = values[2]
-            if isinstance(step_node, ast.Constant) and isinstance(step_node.value, int) and step_node.value <= 0:
-                raise error(f"a domain step must be positive, got {step_node.value}", step_node.span, rule="D1")
+            literal = step_node.operand if isinstance(step_node, ast.UnaryOp) and step_node.op == "-" else step_node
+            if isinstance(literal, ast.Constant) and isinstance(literal.value, int) and \
+                    not isinstance(literal.value, bool) and (literal.value <= 0 or literal is not step_node):
+                value = literal.value if literal is step_node else -literal.value
+                if value <= 0:
+                    raise error(f"a domain step must be positive, got {value}", step_node.span, rule="D1",
+                                hint="a domain runs upward from begin to end; use a step of 1 or more")
             operands = [self.as_index(self.expr(v), v.span) if v is not None else self.const(1, INDEX, node.span)
                         for v in values]
             return self.emit("domain", operands, [DOMAIN], span=node.span).result
@@ -906,11 +1022,20 @@ class FunctionBuilder:
             if isinstance(value.type, TensorType):
                 self.shapes[id(op.result)] = self.shape_of(value)
             return op.result
+        if name == "indices":
+            self.arity(node, 1)
+            domain = self.domain_of(self.expr(args[0]), args[0].span)
+            op = self.emit("indices", [domain], [TensorType(INDEX, (None,))], span=node.span)
+            self.shapes[id(op.result)] = [self.emit("dom_len", [domain], [INDEX], span=node.span).result]
+            return op.result
         if name == "parallel":
             raise error("I.parallel(...) is only iterated by a for loop", node.span, rule="P1",
                         hint="write `for p in I.parallel(domain):`")
+        known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS))
+        close = difflib.get_close_matches(name, known, n=1)
         raise error(f"unknown builtin I.{name}", node.func.span,
-                    hint="see docs/language.md for the builtins that exist")
+                    hint=(f"did you mean I.{close[0]}? " if close else "") + "the builtins are "
+                    + ", ".join(f"I.{k}" for k in known) + " (docs/language.md)")
 
     def arity(self, node: ast.Call, count: int) -> None:
         if len(node.args) != count:
@@ -925,7 +1050,9 @@ class FunctionBuilder:
         if node.keywords:
             raise error("helpers take positional arguments", node.span)
         if len(node.args) != len(sig.params):
-            raise error(f"'{name}' takes {len(sig.params)} arguments, got {len(node.args)}", node.span)
+            raise error(f"'{name}' takes {len(sig.params)} argument{'s' if len(sig.params) != 1 else ''}, "
+                        f"got {len(node.args)}", node.span,
+                        hint=f"call it as {name}({', '.join(sig.param_names)}), as declared at line {sig.span.line}")
         operands = []
         for arg, ann, pname in zip(node.args, sig.params, sig.param_names):
             value = self.expr(arg)

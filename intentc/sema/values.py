@@ -70,7 +70,9 @@ def literal_as(lit: Literal, dtype: DType, rule: str | None = None) -> int | flo
         value = int(value)
     low, high = int_range(dtype)
     if not low <= value <= high:
-        raise error(f"the literal {value} does not fit in {dtype} (range {low}..{high})", lit.span, rule=rule)
+        raise error(f"the literal {value} does not fit in {dtype} (range {low}..{high})", lit.span, rule=rule,
+                    hint=f"a literal takes the dtype it is used with, here {dtype}; use a value in range, "
+                         "or I.cast the other operand to a wider dtype")
     return value
 
 

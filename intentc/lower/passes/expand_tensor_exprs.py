@@ -122,6 +122,8 @@ class _Expander:
         op = self.defs[id(value)]
         if op.name == "broadcast":
             return op.operands[1 + axis]
+        if op.name == "indices":
+            return self.emit("dom_len", [op.operands[0]], [INDEX]).result
         for operand in op.operands:
             if isinstance(operand.type, TensorType):
                 return self.extent(operand, axis)
@@ -145,6 +147,12 @@ class _Expander:
                 src_indices.append(self._broadcast_index(source, k, op.operands[1 + result_axis],
                                                          indices[result_axis]))
             return self.element(source, src_indices, span, proven)
+        if op.name == "indices":  # source coordinates: begin + k * step (D6)
+            domain = op.operands[0]
+            begin = self.emit("dom_begin", [domain], [INDEX]).result
+            step = self.emit("dom_step", [domain], [INDEX]).result
+            scaled = self.emit("mul", [indices[0], step], [INDEX]).result
+            return self.emit("add", [begin, scaled], [INDEX]).result
         if op.name in _ELEMENTWISE:
             operands = [self.element(v, indices, span, proven) for v in op.operands]
             dtype = op.result.type.dtype

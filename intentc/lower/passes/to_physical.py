@@ -61,7 +61,7 @@ class _KernelLowering:
     def where(self, op: Op) -> str:
         if op.span is None:
             return ""
-        return f" (at {op.span.location()})"
+        return f" (at {op.span.location()})".replace("%", "%%")
 
     def run(self) -> P.Kernel:
         params = []
@@ -111,6 +111,8 @@ class _KernelLowering:
             return self.assign(op.result, P.Field(INDEX, self.tensors[id(op.operands[0])], "shape", op.attrs["axis"]))
         if name == "domain":
             return self.domain(op)
+        if name == "subregion":
+            return self.subregion(op)
         if name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
             parts = self.domains[id(op.operands[0])]
             return self.assign(op.result, parts[("dom_begin", "dom_end", "dom_step", "dom_len").index(name)])
@@ -160,6 +162,30 @@ class _KernelLowering:
             count = P.Select(INDEX, P.Compare(BOOL, "gt", diff, P.Const(INDEX, 0)), ceil, P.Const(INDEX, 0))
         out.append(P.Assign(length, count))
         self.domains[id(op.result)] = (begin, end, step, P.read(length))
+        return out
+
+    def subregion(self, op: Op) -> list[P.Stmt]:
+        """Members of the source in [a, b), after checking source.begin <= a <= b <= source.end (D4, D5)."""
+        src_begin, src_end, step, _ = self.domains[id(op.operands[0])]
+        a, b = self.read(op.operands[1]), self.read(op.operands[2])
+        ok = P.Binary(BOOL, "and", P.Binary(BOOL, "and", P.Compare(BOOL, "le", src_begin, a), P.Compare(BOOL, "le", a, b)),
+                      P.Compare(BOOL, "le", b, src_end))
+        message = (f"{self.func.name}: subregion [%lld, %lld) is not within its source domain [%lld, %lld); "
+                   f"bounds are never clamped (D5){self.where(op)}")
+        out: list[P.Stmt] = [P.Check(ok, "INTENT_E_BOUNDS", message, (a, b, src_begin, src_end))]
+        begin = self.fresh("sub_begin", INDEX)
+        # The first source member at or after a: src_begin + ceil((a - src_begin) / step) * step.
+        offset = P.Binary(INDEX, "sub", a, src_begin)
+        steps = P.Binary(INDEX, "floordiv", P.Binary(INDEX, "add", offset, P.Binary(INDEX, "sub", step, P.Const(INDEX, 1))),
+                         step)
+        out.append(P.Assign(begin, P.Binary(INDEX, "add", src_begin, P.Binary(INDEX, "mul", steps, step))))
+        length = self.fresh("sub_len", INDEX)
+        diff = P.Binary(INDEX, "sub", b, P.read(begin))
+        ceil = P.Binary(INDEX, "add", P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", diff, P.Const(INDEX, 1)), step),
+                        P.Const(INDEX, 1))
+        out.append(P.Assign(length, P.Select(INDEX, P.Compare(BOOL, "gt", diff, P.Const(INDEX, 0)), ceil,
+                                             P.Const(INDEX, 0))))
+        self.domains[id(op.result)] = (P.read(begin), b, step, P.read(length))
         return out
 
     def _const_value(self, value: Value):
