@@ -49,6 +49,9 @@ BUILD = BENCH / "build"
 RESULTS = BENCH / "results" / "latest.json"
 C_FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
 C_LABEL = "C -O3 OpenMP"  # the baseline every ratio refers to
+# Idle time before each contender, so that the threads of the previous tool's pool
+# (OpenMP, Numba, intentc) have stopped polling and sleep while the next one runs.
+SETTLE_S = 0.2
 
 sys.path.insert(0, str(REPO))  # the checkout's intentc, as the CLI below uses it
 
@@ -258,6 +261,7 @@ def run_benchmark(bench: Benchmark, n: int, tools: Tools, warmup: int, repeats: 
     problems = dict(contenders.unavailable)
     errors: dict[str, str] = {}
     for label, call in contenders.calls.items():
+        time.sleep(SETTLE_S)
         try:
             for _ in range(warmup):
                 got = call()
@@ -284,9 +288,8 @@ def run_benchmark(bench: Benchmark, n: int, tools: Tools, warmup: int, repeats: 
 
 def show(bench: Benchmark, record: dict) -> None:
     table = Table(title=f"{bench.title}, N = 2^{record['n'].bit_length() - 1} = {record['n']:,}",
-                  caption=f"intentc target {bench.target}; GB/s counts "
-                          f"{record['bytes_per_element']} bytes/element")
-    for column in ("tool", "median ms", "min ms", "GB/s", "× C"):
+                  caption=f"intentc target: {bench.target}")
+    for column in ("tool", "median ms", "min ms", f"GB/s ({record['bytes_per_element']} B/elem)", "× C"):
         table.add_column(column, justify="left" if column == "tool" else "right")
     for label, f in record["results"].items():
         ratio = f["ratio_to_c"]
@@ -300,6 +303,22 @@ def show(bench: Benchmark, record: dict) -> None:
         colour = "red" if label in record["errors"] or label == "intentc" else "dim"
         table.add_row(label, f"[{colour}]not run: {escape(why)}[/]", "", "", "")
     console.print(table)
+
+
+def other_load(seconds: float = 0.5) -> float | None:
+    """How many CPUs other processes kept busy while this one slept (Linux; else None)."""
+    def sample():
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 == total0:
+        return 0.0
+    return (os.cpu_count() or 1) * (1 - (idle1 - idle0) / (total1 - total0))
 
 
 def machine() -> dict:
@@ -339,6 +358,11 @@ def main(argv: list[str] | None = None) -> int:
               "quick": args.quick, "repeats": repeats, "warmup": warmup,
               "machine": machine(), "c_flags": C_FLAGS, "benchmarks": {}}
     console.rule(f"intentc benchmarks · {THREADS} threads · median of {repeats} after {warmup} warm-up")
+    busy = other_load()
+    report["busy_cpus_before"] = busy
+    if busy is not None and busy > 0.25:
+        console.print(f"[yellow]other processes keep {busy:.1f} CPUs busy: times will be noisy, "
+                      f"the threaded rows most[/]")
     failed = False
     for name in args.names or list(BENCHMARKS):
         bench = BENCHMARKS[name]
