@@ -83,7 +83,7 @@ def _dedent_span(source: SourceFile) -> Span:
                 last = token
     except DedentError:
         pass
-    except UnexpectedInput:
+    except (UnexpectedInput, AssertionError):
         last = None
     if last is None or last.end_pos is None:
         return Span(source, 0, 1)

@@ -51,7 +51,9 @@ class ToAst(Transformer):
         return ".".join(str(c) for c in children)
 
     def decorator(self, meta, children):
-        return _Decorator(children[0], self._span(meta))
+        span = self._span(meta)  # ends after the line break; point at the decorator itself
+        text = span.text.split("#", 1)[0].rstrip()
+        return _Decorator(children[0], Span(self.source, span.start, span.start + max(1, len(text))))
 
     def funcdef(self, meta, children):
         decorators = [c for c in children if isinstance(c, _Decorator)]
