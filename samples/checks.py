@@ -12,13 +12,17 @@ summary and raises ``AssertionError`` on the first mismatch.
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 from numpy.testing import assert_array_equal
 
-import intentc
+if __name__ == "__main__" and importlib.util.find_spec("intentc") is None:
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # a checkout that is not installed
+import intentc  # noqa: E402
 
 # Status codes of docs/abi.md.
 E_NULL, E_DTYPE, E_RANK, E_SHAPE, E_STRIDE = -1, -2, -3, -4, -5
@@ -160,6 +164,10 @@ def check_broadcast_add(m) -> str:
     t.refused_call("b [M,N+1] (S3)", lambda: m.broadcast_add(x, _f32(rng, 3, 6), out=out), E_SHAPE, out)
     t.refused_call("out [M+1,N]",
                    lambda: m.broadcast_add(x, x, out=np.zeros((4, 5), np.float32)), E_SHAPE)
+    t.refused_call("x [1,N] + b [0,N]: result M=0, not 1 (S2)",
+                   lambda: m.broadcast_add(x[:1], _f32(rng, 0, 5), out=out[:1]), E_SHAPE, out)
+    t.refused_call("x [0,N] + b [2,N] (S2)",
+                   lambda: m.broadcast_add(x[:0], _f32(rng, 2, 5), out=out[:0]), E_SHAPE, out)
     t.refused_call("b has rank 1", lambda: m.broadcast_add(x, _f32(rng, 5), out=out), E_RANK, out)
     t.refused_call("b is f64", lambda: m.broadcast_add(x, x.astype(np.float64), out=out), E_DTYPE, out)
     t.refused_call("bias extent N+1",
@@ -213,7 +221,8 @@ def check_clamp(m) -> str:
     rng = np.random.default_rng(14)
     specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0], np.float32)
     for n, lo, hi in ((0, -2.5, 3.0), (1, -2.5, 3.0), (7, -2.5, 3.0), (1000, -2.5, 3.0),
-                      (65537, -1.0, 1.0), (100, 5.0, -5.0), (100, 1.0, 1.0), (1000, 0.0, 1.0)):
+                      (65537, -1.0, 1.0), (100, 5.0, -5.0), (100, 1.0, 1.0), (1000, 0.0, 1.0),
+                      (100, np.nan, 1.0), (100, -1.0, np.nan)):
         x = _f32(rng, n, lo=-10, hi=10)
         if n >= len(specials):
             x[rng.choice(n, len(specials), replace=False)] = specials
@@ -241,12 +250,15 @@ def check_clamp(m) -> str:
 # -------------------------------------------------------------------- collatz_steps
 
 def _collatz_reference(start, max_steps: int) -> np.ndarray:
+    def wrap(v: int) -> int:  # i64 arithmetic wraps around (docs/language.md)
+        return (v + 2**63) % 2**64 - 2**63
+
     def steps(n: int) -> int:
         count = 0
         while count < max_steps:
             if n <= 1:
                 break
-            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            n = n // 2 if n % 2 == 0 else wrap(3 * n + 1)
             count += 1
         return count
 
@@ -263,6 +275,8 @@ def check_collatz_steps(m) -> str:
         start[3::11] = rng.integers(-5, 2, size=start[3::11].shape, dtype=np.int64)
         if n:
             start[0] = 27
+        if n > 3:  # 3n + 1 wraps around
+            start[1:4] = [2**63 - 1, 2**62 + 1, (2**64 - 1) // 3]
         steps = np.full(n, -777, np.int32)
         assert m.collatz_steps(start, max_steps, steps) is None
         t.same(steps, _collatz_reference(start, max_steps), f"collatz_steps N={n} max={max_steps}")

@@ -30,18 +30,19 @@ def sample_sources() -> list[Path]:
     return sorted(SAMPLES.glob("*.intent"))
 
 
-def child_env() -> dict[str, str]:
-    """The environment of every child: the checkout's intentc importable."""
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every child: the checkout's intentc importable, plus ``extra``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra or {})
     return env
 
 
-def _run(cmd: list, timeout: float) -> tuple[int | None, str, float]:
+def _run(cmd: list, timeout: float, env: dict[str, str] | None = None) -> tuple[int | None, str, float]:
     """Runs ``cmd``; returns its exit status (None when it timed out), its output and its time."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run([str(c) for c in cmd], cwd=REPO, env=child_env(), timeout=timeout,
+        proc = subprocess.run([str(c) for c in cmd], cwd=REPO, env=child_env(env), timeout=timeout,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               errors="replace")
         code, output = proc.returncode, proc.stdout
@@ -102,8 +103,9 @@ def build_driver(stem: str, out_dir: Path) -> Step:
     return Step(code == 0, line, output, seconds)
 
 
-def run_driver(stem: str, out_dir: Path) -> Step:
-    code, output, seconds = _run([out_dir / f"{stem}_driver"], timeout=300)
+def run_driver(stem: str, out_dir: Path, env: dict[str, str] | None = None) -> Step:
+    """Runs the compiled driver (``env``: extra variables, e.g. INTENT_NUM_THREADS)."""
+    code, output, seconds = _run([out_dir / f"{stem}_driver"], timeout=300, env=env)
     line = _outcome(code, output, "driver failed")
     return Step(code == 0 and line == f"PASS {stem}", line, output, seconds)
 

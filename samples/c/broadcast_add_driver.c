@@ -100,6 +100,18 @@ static void bad_calls(void)
     RESET();
     drv_tensor2(&dx, xd, DRV_F64, M, N, NULL);
     REFUSED("x is f64", broadcast_add(&dx.t, &db.t, &dout.t), DRV_E_DTYPE);
+    /* S2: 0 broadcasts with 1 only. */
+    RESET();
+    dx.shape[0] = 1;
+    dout.shape[0] = 1;
+    db.shape[0] = 0;
+    REFUSED("x [1,N] + b [0,N] (result M=0, not 1)", broadcast_add(&dx.t, &db.t, &dout.t),
+            DRV_E_SHAPE);
+    RESET();
+    dx.shape[0] = 0;
+    dout.shape[0] = 0;
+    db.shape[0] = 2;
+    REFUSED("x [0,N] + b [2,N] (S2)", broadcast_add(&dx.t, &db.t, &dout.t), DRV_E_SHAPE);
     RESET();
     db.t.data = NULL;
     REFUSED("b data is NULL", broadcast_add(&dx.t, &db.t, &dout.t), DRV_E_NULL);

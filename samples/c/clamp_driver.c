@@ -93,6 +93,8 @@ int main(void)
     run_case(100, 5.0f, -5.0f, 1, 1, 1); /* lo > hi: the first branch wins */
     run_case(100, 1.0f, 1.0f, 1, 1, 0);
     run_case(1000, 0.0f, 1.0f, 1, 1, 1); /* -0.0 is not < 0.0: it passes through */
+    run_case(100, NAN, 1.0f, 1, 1, 1);   /* comparisons with NaN are false */
+    run_case(100, -1.0f, NAN, 1, 1, 1);
     /* Strided operands (non-NULL strides). */
     run_case(513, -1.0f, 1.0f, 3, 2, 1);
     run_case(0, -1.0f, 1.0f, 2, 2, 0);

@@ -1,7 +1,7 @@
 /* Drives the compiled samples/collatz_steps.intent through its C ABI:
  *     int32_t collatz_steps(const IntentTensor *start, int32_t max_steps, IntentTensor *steps);
  * steps[p] = the number of Collatz steps from start[p] down to 1, capped at max_steps
- * (0 for start values <= 1). */
+ * (0 for start values <= 1).  i64 arithmetic wraps around (docs/language.md). */
 #include "collatz_steps.h"
 
 #include "driver_common.h"
@@ -12,7 +12,7 @@ static int32_t reference(int64_t n, int32_t max_steps)
     while (count < max_steps) {
         if (n <= 1)
             break;
-        n = (n % 2 == 0) ? n / 2 : 3 * n + 1;
+        n = (n % 2 == 0) ? n / 2 : (int64_t)(3u * (uint64_t)n + 1u); /* wraps */
         count++;
     }
     return count;
@@ -30,6 +30,11 @@ static void run_case(int64_t n, int32_t max_steps, int64_t s_start, int64_t s_st
                                   : drv_i64(1, 100000);
     if (n > 0)
         start[0] = 27; /* 111 steps */
+    if (n > 3) {       /* 3n + 1 wraps around */
+        start[1] = INT64_MAX;
+        start[2] = ((int64_t)1 << 62) + 1;
+        start[3] = 6148914691236517205; /* (2^64 - 1) / 3: 3n + 1 wraps to 0 */
+    }
     drv_fill_sentinel_i32(steps, olen);
     drv_fill_sentinel_i32(want, olen);
     for (int64_t i = 0; i < n; i++)

@@ -49,14 +49,27 @@ def test_build_writes_header(built):
         assert re.search(rf"\bint32_t\s+{kernel}\s*\(", header), f"{kernel} is not declared"
 
 
-def test_c_driver(built):
+@pytest.fixture(scope="module")
+def driver(built) -> tuple[str, Path]:
+    """(sample, folder) once samples/c/<sample>_driver.c is compiled into folder."""
     sample, out_dir = built
     if not harness.driver_source(sample).is_file():
         pytest.skip(f"no samples/c/{sample}_driver.c")
     compiled = harness.build_driver(sample, out_dir)
     assert compiled.ok, f"{compiled.line}\n{compiled.output}"
-    run = harness.run_driver(sample, out_dir)
+    return sample, out_dir
+
+
+def test_c_driver(driver):
+    run = harness.run_driver(*driver)
     assert run.ok, f"{run.line}\n{run.output}"
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_c_driver_thread_counts(driver, threads):
+    """The results (compared bit for bit) do not depend on the number of threads."""
+    run = harness.run_driver(*driver, env={"INTENT_NUM_THREADS": threads})
+    assert run.ok, f"INTENT_NUM_THREADS={threads}: {run.line}\n{run.output}"
 
 
 def test_python_check(built):
