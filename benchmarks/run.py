@@ -93,7 +93,8 @@ class Tools:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "intentc", "build", str(source), "-o", str(library)],
+        proc = subprocess.run([sys.executable, "-m", "intentc", "build", str(source.relative_to(REPO)),
+                               "-o", str(library)],
                               cwd=REPO, env=env, capture_output=True, text=True)
         self.build_seconds[source.name] = time.perf_counter() - start
         if proc.returncode != 0:

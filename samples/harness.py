@@ -76,7 +76,8 @@ def build_sample(source: Path, out_dir: Path) -> Step:
     """``intentc build SOURCE -o OUT_DIR/STEM.so`` (also writes STEM.h and intent_runtime.h)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     library = library_path(source.stem, out_dir)
-    cmd = [sys.executable, "-m", "intentc", "build", source, "-o", library]
+    # The path as given lands in the runtime's messages: keep it relative to the checkout.
+    cmd = [sys.executable, "-m", "intentc", "build", source.resolve().relative_to(REPO), "-o", library]
     code, output, seconds = _run(cmd, timeout=300)
     ok = code == 0 and library.is_file() and (out_dir / f"{source.stem}.h").is_file()
     if ok:
