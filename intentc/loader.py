@@ -14,6 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from intentc.kir.extents import evaluate as evaluate_extent
+
 _STATUS_NAMES = {0: "INTENT_OK", -1: "INTENT_E_NULL", -2: "INTENT_E_DTYPE", -3: "INTENT_E_RANK",
                  -4: "INTENT_E_SHAPE", -5: "INTENT_E_STRIDE", -6: "INTENT_E_BOUNDS", -7: "INTENT_E_DOMAIN",
                  -8: "INTENT_E_ALLOC", -9: "INTENT_E_DEVICE", -10: "INTENT_E_INTERNAL"}
@@ -162,7 +164,7 @@ class Kernel:
             if provided is not None:
                 outs[p["name"]] = _as_array(provided[k], p, self.name)
                 continue
-            shape = tuple(e if isinstance(e, int) else extents[e] for e in p["extents"])
+            shape = tuple(e if isinstance(e, int) else evaluate_extent(e, extents) for e in p["extents"])
             outs[p["name"]] = np.empty(shape, dtype=_numpy_dtype(p["dtype"]))
         return outs
 

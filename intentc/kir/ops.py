@@ -184,9 +184,52 @@ def _verify_indices(op: Op) -> None:
     _need(isinstance(res, TensorType) and res.dtype == INDEX and res.rank == 1, op, "result is index[len]")
 
 
+def _verify_reshape(op: Op) -> None:
+    """reshape(x, e0..ek): the same elements in logical row-major order with new extents (S4)."""
+    src, res = op.operands[0].type, op.result.type
+    _need(isinstance(src, TensorType) and isinstance(res, TensorType), op, "maps a tensor to a tensor")
+    _need(src.dtype == res.dtype, op, "reshape never changes the dtype (S4)")
+    _need(len(op.operands) == 1 + res.rank and all(v.type == INDEX for v in op.operands[1:]), op,
+          "needs one index extent per result axis")
+
+
+def _verify_permute(op: Op) -> None:
+    """permute(x) {perm}: result axis k is source axis perm[k] (S5)."""
+    _arity(op, 1, 1)
+    src, res = op.operands[0].type, op.result.type
+    perm = op.attrs.get("perm", [])
+    _need(isinstance(src, TensorType) and sorted(perm) == list(range(src.rank)), op, "perm is a permutation")
+    _need(res == TensorType(src.dtype, tuple(src.shape[p] for p in perm)), op, "result shape follows perm")
+
+
+def _verify_join(op: Op) -> None:
+    """join(a, b): shape(a) + [2]; result[..., 0] = a, result[..., 1] = b (S6)."""
+    _arity(op, 2, 1)
+    a, b = (v.type for v in op.operands)
+    _need(isinstance(a, TensorType) and isinstance(b, TensorType) and a.dtype == b.dtype and a.rank == b.rank, op,
+          "joins two tensors of one dtype and rank")
+    _need(op.result.type.rank == a.rank + 1 and op.result.type.shape[-1] == 2, op, "adds a trailing axis of 2")
+
+
+def _verify_view(op: Op) -> None:
+    """view(x, ...) {axes}: per source axis either "fix" (one index, axis dropped) or
+    "range" (begin and end, axis kept and counted from 0); checked like a subregion (D5)."""
+    src = op.operands[0].type
+    axes = op.attrs.get("axes", [])
+    _need(isinstance(src, TensorType) and len(axes) == src.rank, op, "one entry of axes per source axis")
+    _need(len(op.operands) == 1 + sum(1 if a == "fix" else 2 for a in axes), op, "operands follow axes")
+    _need(op.result.type.rank == sum(1 for a in axes if a == "range"), op, "ranges are kept, fixes dropped")
+
+
 def _verify_bcast_extent(op: Op) -> None:
     _arity(op, 2, 1)
     _need(all(v.type == INDEX for v in op.operands) and op.result.type == INDEX, op, "index operands")
+
+
+def _verify_assert_true(op: Op) -> None:
+    """assert_true(cond, args...) {what}: fail unless cond; ``what`` formats the index args."""
+    _need(op.operands and op.operands[0].type == BOOL and not op.results, op, "checks a bool")
+    _need(all(v.type == INDEX for v in op.operands[1:]), op, "message arguments are index values")
 
 
 def _verify_assert_eq(op: Op) -> None:
@@ -198,12 +241,17 @@ _register("domain", "relation", CHECK, _verify_domain)
 _register("dim", "relation", PURE, _verify_dim)
 _register("subregion", "relation", CHECK, _verify_subregion)
 _register("indices", "relation", PURE, _verify_indices)
+_register("reshape", "relation", PURE, _verify_reshape)
+_register("permute", "relation", PURE, _verify_permute)
+_register("join", "relation", PURE, _verify_join)
+_register("view", "relation", PURE, _verify_view)  # sema emits its bounds checks as assert_true
 _register("axis", "relation", PURE, _verify_dim)
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     _register(_name, "relation", PURE, _verify_domain_query)
 _register("broadcast", "relation", PURE, _verify_broadcast)  # bcast_extent holds the check
 _register("bcast_extent", "relation", CHECK, _verify_bcast_extent)
 _register("assert_eq", "relation", CHECK, _verify_assert_eq)
+_register("assert_true", "relation", CHECK, _verify_assert_true)
 
 
 # ---- memory: element loads and stores ---------------------------------------------------

@@ -254,5 +254,12 @@ class ToAst(Transformer):
     def paren(self, meta, children):
         return children[0]
 
+    def list_display(self, meta, children):
+        items = [c for c in (children[0] or []) if c is not None]
+        for item in items:
+            if isinstance(item, ast.Keyword):
+                raise error("a list holds values, not keyword arguments", item.span)
+        return ast.TupleExpr(self._span(meta), tuple(items))
+
     def empty_tuple(self, meta, children):
         return ast.TupleExpr(self._span(meta), ())

@@ -29,7 +29,20 @@ def dtype_of(expr: ast.Expr) -> DType:
                 hint=(f"did you mean '{close[0]}'? " if close else "") + "dtypes are " + ", ".join(sorted(DTYPES)))
 
 
-def annotation(expr: ast.Expr) -> Annotated:
+def _extent_text(node: ast.Expr) -> str | None:
+    """``2 * N``-style result extents as canonical text, or None if the node is not one."""
+    if isinstance(node, ast.Name) and node.id not in DTYPES:
+        return node.id
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return str(node.value)
+    if isinstance(node, ast.BinOp) and node.op in ("+", "-", "*", "//"):
+        left, right = _extent_text(node.left), _extent_text(node.right)
+        if left is not None and right is not None:
+            return f"({left}{node.op}{right})"
+    return None
+
+
+def annotation(expr: ast.Expr, result: bool = False) -> Annotated:
     if isinstance(expr, ast.Subscript):
         dtype = dtype_of(expr.value)
         extents: list[str | int] = []
@@ -42,9 +55,12 @@ def annotation(expr: ast.Expr) -> Annotated:
                 if item.value < 0:
                     raise error("an extent cannot be negative", item.span, rule="S1")
                 extents.append(item.value)
+            elif result and isinstance(item, ast.BinOp) and _extent_text(item) is not None:
+                extents.append(_extent_text(item)[1:-1])
             else:
                 raise error("an extent is a name or a non-negative integer literal", item.span, rule="S1",
-                            hint="write e.g. f32[N, 4]")
+                            hint="write e.g. f32[N, 4]" + ("; a result extent may also be an expression such as 2 * N"
+                                                           if result else ""))
         shape = tuple(e if isinstance(e, int) else None for e in extents)
         return Annotated(TensorType(dtype, shape), tuple(extents))
     return Annotated(dtype_of(expr))
@@ -54,5 +70,5 @@ def result_annotations(expr: ast.Expr | None) -> list[Annotated]:
     if expr is None:
         return []
     if isinstance(expr, ast.TupleExpr):
-        return [annotation(e) for e in expr.elts]
-    return [annotation(expr)]
+        return [annotation(e, result=True) for e in expr.elts]
+    return [annotation(expr, result=True)]

@@ -68,6 +68,8 @@ class _Normalizer:
         new_body = []
         if ret:
             new_body.append(_assign(ret, False, fn.span))
+        if retval:
+            new_body.append(_placeholder(retval, fn))
         new_body += self.block(body, ctx)
         if tail is not None:
             if ret:
@@ -75,6 +77,8 @@ class _Normalizer:
                     new_body.append(_guard([_assign_expr(retval, tail.value, tail.span)], [ret], tail.span))
                     tail = ast.Return(tail.span, ast.Name(tail.span, retval))
             new_body.append(tail)
+        elif retval and _always_returns(body):
+            new_body.append(ast.Return(fn.span, ast.Name(fn.span, retval)))
         elif retval:
             raise error(f"helper '{fn.name}' can reach its end without returning a value", fn.name_span,
                         rule="O3", hint="end the function with a return statement")
@@ -169,6 +173,34 @@ class _Normalizer:
                           ast.Compare(span, "<", ast.Name(span, pos), _builtin(".dom_end", dom, span)))
         body = [ast.Assign(span, name, ast.Name(span, pos))] + body + [step]
         return out + [ast.While(span, cond, tuple(body))], has_ret
+
+
+def _always_returns(stmts) -> bool:
+    """Whether every path through ``stmts`` ends in a ``return`` (loops may run zero times)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _always_returns(last.body) and _always_returns(last.orelse)
+
+
+def _placeholder(name: str, fn: ast.FunctionDef) -> ast.Assign:
+    """``name = <a value of the declared result type>``, so that the result variable is defined on
+    every path (SSA merges need both sides); every path that reaches the end overwrites it."""
+    span = fn.span
+
+    def value(annotation):
+        if isinstance(annotation, ast.TupleExpr):
+            return ast.TupleExpr(span, tuple(value(item) for item in annotation.elts))
+        if isinstance(annotation, ast.Subscript):
+            raise error(f"helper '{fn.name}' returns a tensor, so it can return only at its end", annotation.span,
+                        rule="O3", hint="compute the result on every path, then return it once at the end")
+        dtype = annotation.id if isinstance(annotation, ast.Name) else getattr(annotation, "attr", None)
+        cast = ast.Attribute(span, ast.Name(span, "I"), "cast")
+        return ast.Call(span, cast, (ast.Constant(span, False if dtype == "bool" else 0), annotation), ())
+
+    return _assign_expr(name, value(fn.returns), span)
 
 
 def _builtin(name: str, arg: str, span) -> ast.Call:

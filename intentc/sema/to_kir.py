@@ -14,6 +14,9 @@ import difflib
 from dataclasses import dataclass
 
 from intentc.diagnostics import CompileError, error, quote
+from intentc.kir.extents import build as build_extent
+from intentc.kir.extents import is_expression
+from intentc.kir.extents import names as extent_names
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, DomainType, TensorType, element_dtype
 from intentc.parse import ast
@@ -123,9 +126,10 @@ def _signature(fn: ast.FunctionDef) -> _Signature:
                             hint=f"return a tensor such as {ann.type}[1], or write into a 'mut' parameter")
             known = {e for p in params for e in p.extents if isinstance(e, str)}
             for extent in ann.extents:
-                if isinstance(extent, str) and extent not in known:
+                unknown = [n for n in extent_names(extent) if n not in known] if isinstance(extent, str) else []
+                if unknown:
                     named = ", ".join(sorted(known)) or "none"
-                    raise error(f"result extent '{extent}' is not an extent of any parameter", expr.span, rule="S1",
+                    raise error(f"result extent '{unknown[0]}' is not an extent of any parameter", expr.span, rule="S1",
                                 hint="name result extents after parameter extents so the caller can size them "
                                      f"(parameter extents: {named}), or use an integer literal")
     return _Signature(fn.name, fn.kind, params, names, results, fn.name_span)
@@ -311,7 +315,11 @@ class FunctionBuilder:
     def extent_for_result(self, extent, span) -> Extent:
         if isinstance(extent, int):
             return extent
-        return self.result_extents[extent][0]
+        if not is_expression(extent):
+            return self.result_extents[extent][0]
+        return build_extent(
+            extent, lambda name: self.result_extents[name][0], lambda c: self.const(c, INDEX, span),
+            lambda op, a, b: self.emit(op, [a, b], [INDEX], span=span).result)
 
     # -- statements ---------------------------------------------------------------------------
     def statements(self, stmts) -> None:
@@ -850,6 +858,8 @@ class FunctionBuilder:
             return self.subregion(base, node)
         if not isinstance(base, Value) or not isinstance(base.type, TensorType):
             raise error("only tensors, domains and tuples can be indexed", node.value.span)
+        if any(isinstance(item, ast.Slice) for item in node.indices):
+            return self.view(base, node)
         indices = self.indices(node, base)
         return self.emit("load", [base] + indices, [base.type.dtype], span=node.span).result
 
@@ -922,7 +932,181 @@ class FunctionBuilder:
             return self.call_helper(target.name, node)
         raise error("this is not callable", func.span)
 
+    # -- tensor relations: views, reshape, permute, join (S4-S6, C3, C4) ---------------------------
+    def view(self, tensor: Value, node: ast.Subscript) -> Value:
+        """``x[r, a:b, :]``: fixed axes are dropped, ranges kept and counted from 0; every bound
+        is checked against the extent at run time, never clamped (D5)."""
+        rank = tensor.type.rank
+        if len(node.indices) != rank:
+            raise error(f"this tensor has {rank} axes but {len(node.indices)} indices are given", node.span,
+                        hint="give one index or range per axis; `:` keeps a whole axis")
+        shape = self.shape_of(tensor)
+        axes, operands, extents = [], [tensor], []
+        for axis, item in enumerate(node.indices):
+            extent_v = self.index_value(shape[axis], item.span)
+            if not isinstance(item, ast.Slice):
+                axes.append("fix")
+                index = self.as_index(self.expr(item), item.span)
+                self.check_le(self.const(0, INDEX, item.span), index, item.span)
+                ok = self.emit("cmp", [index, extent_v], [BOOL], {"pred": "lt"}, span=item.span).result
+                self.emit("assert_true", [ok, index, extent_v], span=item.span, attrs={
+                    "what": f"index %lld is out of range [0, %lld) on axis {axis}", "rule": "D5", "code": "bounds"})
+                operands.append(index)
+                continue
+            if item.step is not None:
+                raise error("a strided tensor slice is not a view: its members are not contiguous", item.step.span,
+                            rule="D7", hint="gather with an index tensor instead")
+            begin = self.as_index(self.expr(item.lower), item.lower.span) if item.lower else self.const(0, INDEX)
+            if item.upper is not None:
+                end = self.as_index(self.expr(item.upper), item.upper.span)
+                extent = self.emit("sub", [end, begin], [INDEX], span=item.span).result
+            else:
+                end = self.index_value(shape[axis], item.span)
+                extent = shape[axis] if item.lower is None else \
+                    self.emit("sub", [end, begin], [INDEX], span=item.span).result
+            zero = self.const(0, INDEX, item.span)
+            ok = self.emit("and", [self.emit("and", [self.cmp("le", zero, begin, item.span),
+                                                      self.cmp("le", begin, end, item.span)], [BOOL]).result,
+                                   self.cmp("le", end, extent_v, item.span)], [BOOL]).result
+            self.emit("assert_true", [ok, begin, end, extent_v], span=item.span, attrs={
+                "what": f"slice [%lld, %lld) is not within [0, %lld) on axis {axis}; bounds are never clamped",
+                "rule": "D5", "code": "bounds"})
+            axes.append("range")
+            operands += [begin, end]
+            extents.append(extent)
+        static = tuple(e if isinstance(e, int) else None for e in extents)
+        op = self.emit("view", operands, [TensorType(tensor.type.dtype, static)], {"axes": axes}, span=node.span)
+        self.shapes[id(op.result)] = extents
+        return op.result
+
+    def cmp(self, pred: str, a: Value, b: Value, span) -> Value:
+        return self.emit("cmp", [a, b], [BOOL], {"pred": pred}, span=span).result
+
+    def check_le(self, a: Value, b: Value, span) -> None:
+        self.emit("assert_true", [self.cmp("le", a, b, span), b], span=span, attrs={
+            "what": "index %lld is negative", "rule": "D5", "code": "bounds"})
+
+    def extent_list(self, node) -> list:
+        if not isinstance(node, ast.TupleExpr):
+            raise error("extents are given as a list, e.g. [2, -1]", node.span, rule="S4")
+        return [(self.expr(e), e.span) for e in node.elts]
+
+    def reshape(self, tensor: Value, node, span) -> Value:
+        """Same elements in logical row-major order (S4); at most one extent is inferred (-1),
+        and only when unique: the other extents must not multiply to 0."""
+        items = self.extent_list(node)
+        inferred = [k for k, (v, _) in enumerate(items) if isinstance(v, Literal) and v.value == -1]
+        if len(inferred) > 1:
+            raise error("reshape can infer at most one extent (-1)", span, rule="S4")
+        old = self.shape_of(tensor)
+        count_old = self.product(old, span)
+        known: list = []
+        for k, (value, item_span) in enumerate(items):
+            if k in inferred:
+                continue
+            if isinstance(value, Literal):
+                known.append(literal_as(value, INDEX, "S4"))
+                if known[-1] < 0:
+                    raise error(f"an extent cannot be negative ({value.value})", item_span, rule="S4")
+            else:
+                known.append(self.as_index(value, item_span))
+        count_known = self.product(known, span)
+        new: list = []
+        if inferred:
+            if isinstance(count_known, int) and count_known == 0:
+                raise error("reshape cannot infer an extent when the other extents multiply to 0: "
+                            "any value would do, so the result is not unique", span, rule="S4",
+                            hint="give every extent explicitly")
+            known_v = self.index_value(count_known, span)
+            zero = self.const(0, INDEX, span)
+            nonzero = self.emit("cmp", [known_v, zero], [BOOL], {"pred": "ne"}, span=span).result
+            self.emit("assert_true", [nonzero], span=span, attrs={
+                "what": "reshape cannot infer an extent: the other extents multiply to 0 (S4)", "rule": "S4"})
+            old_v = self.index_value(count_old, span)
+            if isinstance(count_old, int) and isinstance(count_known, int):
+                if count_old % count_known:
+                    raise error(f"cannot reshape {count_old} elements into extents whose product {count_known} "
+                                "does not divide it", span, rule="S4")
+                inferred_extent = count_old // count_known
+            else:
+                rem = self.emit("mod", [old_v, known_v], [INDEX], span=span).result
+                self.emit("assert_eq", [rem, zero], span=span, attrs={
+                    "what": "reshape: the element count leaves a remainder %lld (must be %lld) (S4)", "rule": "S4"})
+                inferred_extent = self.emit("floordiv", [old_v, known_v], [INDEX], span=span).result
+            it = iter(known)
+            new = [inferred_extent if k in inferred else next(it) for k in range(len(items))]
+        else:
+            new = known
+            if isinstance(count_old, int) and isinstance(count_known, int):
+                if count_old != count_known:
+                    raise error(f"reshape keeps the element count: {count_old} elements cannot become "
+                                f"{count_known}", span, rule="S4")
+            else:
+                self.emit("assert_eq", [self.index_value(count_known, span), self.index_value(count_old, span)],
+                          span=span, attrs={"what": "reshape to %lld elements from %lld elements (S4)", "rule": "S4"})
+        static = tuple(e if isinstance(e, int) else None for e in new)
+        operands = [tensor] + [self.index_value(e, span) for e in new]
+        op = self.emit("reshape", operands, [TensorType(tensor.type.dtype, static)], span=span)
+        self.shapes[id(op.result)] = new
+        return op.result
+
+    def product(self, extents, span):
+        total = 1
+        for extent in extents:
+            if isinstance(total, int) and isinstance(extent, int):
+                total *= extent
+            else:
+                total = self.emit("mul", [self.index_value(total, span), self.index_value(extent, span)], [INDEX],
+                                  span=span).result
+        return total
+
+    def permute(self, tensor: Value, perm: list[int], span) -> Value:
+        rank = tensor.type.rank
+        if sorted(perm) != list(range(rank)):
+            raise error(f"{list(perm)} is not a permutation of the {rank} axes", span, rule="S5")
+        shape = self.shape_of(tensor)
+        result = TensorType(tensor.type.dtype, tuple(tensor.type.shape[p] for p in perm))
+        op = self.emit("permute", [tensor], [result], {"perm": list(perm)}, span=span)
+        self.shapes[id(op.result)] = [shape[p] for p in perm]
+        return op.result
+
+    def join(self, a, b, span) -> Value:
+        for v in (a, b):
+            if not isinstance(v, Value) or not isinstance(v.type, TensorType):
+                raise error("I.join takes two tensors", span, rule="S6")
+        if a.type.dtype != b.type.dtype:
+            raise error(f"I.join needs one dtype, got {a.type.dtype} and {b.type.dtype}", span, rule="S6")
+        if a.type.rank != b.type.rank:
+            raise error(f"I.join needs one shape, got ranks {a.type.rank} and {b.type.rank}", span, rule="S6")
+        sa, sb = self.shape_of(a), self.shape_of(b)
+        for axis, (ea, eb) in enumerate(zip(sa, sb)):
+            if same_extent(ea, eb):
+                continue
+            if isinstance(ea, int) and isinstance(eb, int):
+                raise error(f"I.join needs one shape: axis {axis} is {ea} and {eb}", span, rule="S6")
+            self.emit("assert_eq", [self.index_value(ea, span), self.index_value(eb, span)], span=span,
+                      attrs={"what": f"I.join needs one shape: axis {axis} is %lld and %lld", "rule": "S6"})
+        result = TensorType(a.type.dtype, a.type.shape + (2,))
+        op = self.emit("join", [a, b], [result], span=span)
+        self.shapes[id(op.result)] = list(sa) + [2]
+        return op.result
+
+    def int_list(self, node, what: str) -> list[int]:
+        if not isinstance(node, ast.TupleExpr) or not all(
+                isinstance(e, ast.Constant) and isinstance(e.value, int) for e in node.elts):
+            raise error(f"{what} is a list of integer literals", node.span)
+        return [e.value for e in node.elts]
+
     def tensor_method(self, tensor: Value, name: str, node: ast.Call):
+        if name == "reshape":
+            self.arity(node, 1)
+            return self.reshape(tensor, node.args[0], node.span)
+        if name == "transpose":
+            self.arity(node, 0)
+            return self.permute(tensor, list(reversed(range(tensor.type.rank))), node.span)
+        if name == "permute":
+            self.arity(node, 1)
+            return self.permute(tensor, self.int_list(node.args[0], "a permutation"), node.span)
         if name == "axis":
             k = self.literal_int(node, 0, "axis")
             if not 0 <= k < tensor.type.rank:
@@ -931,7 +1115,8 @@ class FunctionBuilder:
             zero, one = self.const(0, INDEX, node.span), self.const(1, INDEX, node.span)
             return self.emit("domain", [zero, self.index_value(extent, node.span), one], [DOMAIN],
                              span=node.span, attrs={"axis_of": k}).result
-        raise error(f"tensors have no method '.{name}'", node.func.span, hint="available: .axis(k)")
+        raise error(f"tensors have no method '.{name}'", node.func.span,
+                    hint="available: .axis(k), .reshape([...]), .transpose(), .permute([...])")
 
     def literal_int(self, node: ast.Call, position: int, what: str) -> int:
         if len(node.args) <= position or not isinstance(node.args[position], ast.Constant) \
@@ -1022,6 +1207,21 @@ class FunctionBuilder:
             if isinstance(value.type, TensorType):
                 self.shapes[id(op.result)] = self.shape_of(value)
             return op.result
+        if name in ("reshape", "permute", "transpose", "join"):
+            values = [self.expr(a) for a in args[:1]]
+            if name == "join":
+                self.arity(node, 2)
+                return self.join(values[0], self.expr(args[1]), node.span)
+            tensor = values[0] if values else None
+            if not isinstance(tensor, Value) or not isinstance(tensor.type, TensorType):
+                raise error(f"I.{name} takes a tensor first", node.span)
+            if name == "transpose":
+                self.arity(node, 1)
+                return self.permute(tensor, list(reversed(range(tensor.type.rank))), node.span)
+            self.arity(node, 2)
+            if name == "reshape":
+                return self.reshape(tensor, args[1], node.span)
+            return self.permute(tensor, self.int_list(args[1], "a permutation"), node.span)
         if name == "indices":
             self.arity(node, 1)
             domain = self.domain_of(self.expr(args[0]), args[0].span)

@@ -13,6 +13,7 @@ whole expression is one fused loop with no temporaries. ``return`` has no operan
 """
 from __future__ import annotations
 
+from intentc.kir.extents import build as build_extent
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
@@ -65,9 +66,14 @@ class _Expander:
                 dim = self.emit("dim", [arg], [INDEX], {"axis": axis}).result
                 if isinstance(extent, int):
                     want = self.emit("const", [], [INDEX], {"value": extent}).result
-                else:  # re-read the named extent here, before the body defines it (S1)
-                    source = named[extent]
-                    want = self.emit("dim", source.operands, [INDEX], dict(source.attrs), hint=extent).result
+                else:  # re-read the named extents here, before the body defines them (S1)
+                    def lookup(name):
+                        source = named[name]
+                        return self.emit("dim", source.operands, [INDEX], dict(source.attrs), hint=name).result
+
+                    want = build_extent(
+                        extent, lookup, lambda c: self.emit("const", [], [INDEX], {"value": c}).result,
+                        lambda op, a, b: self.emit(op, [a, b], [INDEX]).result)
                 self.emit("assert_eq", [dim, want], attrs={
                     "what": f"extent {extent}: {param.name}.shape[{axis}] = %lld but the kernel's result "
                             f"needs %lld", "rule": "S1"})
@@ -124,6 +130,26 @@ class _Expander:
             return op.operands[1 + axis]
         if op.name == "indices":
             return self.emit("dom_len", [op.operands[0]], [INDEX]).result
+        if op.name == "reshape":
+            return op.operands[1 + axis]
+        if op.name == "permute":
+            return self.extent(op.operands[0], op.attrs["perm"][axis])
+        if op.name == "join":
+            if axis == op.result.type.rank - 1:
+                return self.emit("const", [], [INDEX], {"value": 2}).result
+            return self.extent(op.operands[0], axis)
+        if op.name == "view":
+            k = 0
+            position = 1
+            for source_axis, kind in enumerate(op.attrs["axes"]):
+                if kind == "fix":
+                    position += 1
+                    continue
+                if k == axis:
+                    begin, end = op.operands[position], op.operands[position + 1]
+                    return self.emit("sub", [end, begin], [INDEX]).result
+                k += 1
+                position += 2
         for operand in op.operands:
             if isinstance(operand.type, TensorType):
                 return self.extent(operand, axis)
@@ -147,6 +173,50 @@ class _Expander:
                 src_indices.append(self._broadcast_index(source, k, op.operands[1 + result_axis],
                                                          indices[result_axis]))
             return self.element(source, src_indices, span, proven)
+        if op.name == "permute":
+            source_indices = [None] * len(indices)
+            for k, p in enumerate(op.attrs["perm"]):
+                source_indices[p] = indices[k]
+            return self.element(op.operands[0], source_indices, span, proven)
+        if op.name == "join":
+            zero = self.emit("const", [], [INDEX], {"value": 0}).result
+            first = self.emit("cmp", [indices[-1], zero], [BOOL], {"pred": "eq"}).result
+            a = self.element(op.operands[0], indices[:-1], span, proven)
+            b = self.element(op.operands[1], indices[:-1], span, proven)
+            return self.emit("select", [first, a, b], [a.type]).result
+        if op.name == "view":
+            source_indices, position, k = [], 1, 0
+            for kind in op.attrs["axes"]:
+                if kind == "fix":
+                    source_indices.append(op.operands[position])
+                    position += 1
+                else:
+                    begin = op.operands[position]
+                    source_indices.append(self.emit("add", [begin, indices[k]], [INDEX]).result)
+                    position += 2
+                    k += 1
+            return self.element(op.operands[0], source_indices, span, proven)
+        if op.name == "reshape":  # through the row-major linear coordinate (C4, S4)
+            source = op.operands[0]
+            linear = None
+            for k, index in enumerate(indices):
+                if linear is None:
+                    linear = index
+                else:
+                    scaled = self.emit("mul", [linear, op.operands[1 + k]], [INDEX]).result
+                    linear = self.emit("add", [scaled, index], [INDEX]).result
+            if linear is None:
+                linear = self.emit("const", [], [INDEX], {"value": 0}).result
+            rank = source.type.rank
+            source_indices = [None] * rank
+            for axis in reversed(range(rank)):
+                extent = self.extent(source, axis)
+                if axis == 0:
+                    source_indices[0] = linear
+                    break
+                source_indices[axis] = self.emit("mod", [linear, extent], [INDEX]).result
+                linear = self.emit("floordiv", [linear, extent], [INDEX]).result
+            return self.element(source, source_indices, span, proven)
         if op.name == "indices":  # source coordinates: begin + k * step (D6)
             domain = op.operands[0]
             begin = self.emit("dom_begin", [domain], [INDEX]).result

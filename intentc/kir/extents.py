@@ -1,0 +1,56 @@
+"""Result extents written as expressions of parameter extents: ``f32[2 * N]``, ``f32[R * C]``.
+
+An extent is an int literal, a name, or ``+ - * //`` over those. The text form
+(``"2*N"``) travels in KIR, the manifest and the header; the loader evaluates it with
+``evaluate`` to size returned tensors, and lowering turns it into index ops with ``build``.
+"""
+from __future__ import annotations
+
+import ast as pyast
+
+_OPS = {pyast.Add: "add", pyast.Sub: "sub", pyast.Mult: "mul", pyast.FloorDiv: "floordiv"}
+
+
+def _parse(text: str) -> pyast.expr:
+    tree = pyast.parse(text, mode="eval").body
+    for node in pyast.walk(tree):
+        if not isinstance(node, (pyast.BinOp, pyast.Name, pyast.Constant, pyast.Load) + tuple(_OPS)):
+            raise ValueError(f"not an extent expression: {text!r}")
+        if isinstance(node, pyast.Constant) and not isinstance(node.value, int):
+            raise ValueError(f"not an extent expression: {text!r}")
+    return tree
+
+
+def names(text: str) -> list[str]:
+    return sorted({n.id for n in pyast.walk(_parse(text)) if isinstance(n, pyast.Name)})
+
+
+def evaluate(text: str, env: dict[str, int]) -> int:
+    def ev(node):
+        if isinstance(node, pyast.Constant):
+            return node.value
+        if isinstance(node, pyast.Name):
+            return env[node.id]
+        a, b = ev(node.left), ev(node.right)
+        op = _OPS[type(node.op)]
+        if op == "floordiv":
+            return a // b if b else 0
+        return {"add": a + b, "sub": a - b, "mul": a * b}[op]
+
+    return ev(_parse(text))
+
+
+def build(text: str, lookup, const, binary):
+    """Build the extent with callbacks: ``lookup(name)``, ``const(int)``, ``binary(op, a, b)``."""
+    def ev(node):
+        if isinstance(node, pyast.Constant):
+            return const(node.value)
+        if isinstance(node, pyast.Name):
+            return lookup(node.id)
+        return binary(_OPS[type(node.op)], ev(node.left), ev(node.right))
+
+    return ev(_parse(text))
+
+
+def is_expression(extent) -> bool:
+    return isinstance(extent, str) and not extent.isidentifier()
