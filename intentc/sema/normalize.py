@@ -33,7 +33,7 @@ class _Loop:
 class _Ctx:
     loop: _Loop | None
     ret: str | None  # flag set by an early return
-    retval: str | None  # variable that holds the returned value
+    retval: str | tuple[str, ...] | None  # variable(s) that hold the returned value, one per tuple item
     kind: str  # kernel or fn
 
 
@@ -64,6 +64,8 @@ class _Normalizer:
         needs_flag = _contains(body, (ast.Return,), stop_at_loops=False)
         ret = self.fresh("ret") if needs_flag else None
         retval = self.fresh("retval") if needs_flag and fn.returns is not None else None
+        if retval and isinstance(fn.returns, ast.TupleExpr):  # one SSA variable per item, so branches merge
+            retval = tuple(f"{retval}_{k}" for k in range(len(fn.returns.elts)))
         ctx = _Ctx(None, ret, retval, fn.kind)
         new_body = []
         if ret:
@@ -75,10 +77,10 @@ class _Normalizer:
             if ret:
                 if tail.value is not None:
                     new_body.append(_guard([_assign_expr(retval, tail.value, tail.span)], [ret], tail.span))
-                    tail = ast.Return(tail.span, ast.Name(tail.span, retval))
+                    tail = ast.Return(tail.span, _ref(retval, tail.span))
             new_body.append(tail)
         elif retval and _always_returns(body):
-            new_body.append(ast.Return(fn.span, ast.Name(fn.span, retval)))
+            new_body.append(ast.Return(fn.span, _ref(retval, fn.span)))
         elif retval:
             raise error(f"helper '{fn.name}' can reach its end without returning a value", fn.name_span,
                         rule="O3", hint="end the function with a return statement")
@@ -211,8 +213,14 @@ def _assign(name: str, value: bool, span) -> ast.Assign:
     return ast.Assign(span, ast.Name(span, name), ast.Constant(span, value))
 
 
-def _assign_expr(name: str, value: ast.Expr, span) -> ast.Assign:
-    return ast.Assign(span, ast.Name(span, name), value)
+def _ref(name: str | tuple[str, ...], span) -> ast.Expr:
+    if isinstance(name, tuple):
+        return ast.TupleExpr(span, tuple(ast.Name(span, n) for n in name))
+    return ast.Name(span, name)
+
+
+def _assign_expr(name: str | tuple[str, ...], value: ast.Expr, span) -> ast.Assign:
+    return ast.Assign(span, _ref(name, span), value)
 
 
 def _not_any(flags: list[str], span) -> ast.Expr:

@@ -361,7 +361,10 @@ class FunctionBuilder:
     def assign(self, target, value, span) -> None:
         if isinstance(target, ast.Name):
             if isinstance(value, Literal):
-                value = self.scalar_of(value, value.default_dtype, value.span, f"'{target.id}'")
+                dtype, previous = value.default_dtype, self.scope.get(target.id)
+                if target.id.startswith(".") and isinstance(previous, Value) and isinstance(previous.type, DType):
+                    dtype = previous.type  # a returned literal takes the declared result dtype (normalize.py)
+                value = self.scalar_of(value, dtype, value.span, f"'{target.id}'")
             self.bind(target, value)
         elif isinstance(target, ast.TupleExpr):
             items = value.items if isinstance(value, TupleValue) else None
@@ -389,6 +392,9 @@ class FunctionBuilder:
             raise error("only values can be assigned to names", target.span)
         previous = self.scope.get(name)
         if isinstance(previous, Value) and isinstance(value, Value) and previous.type != value.type:
+            if name.startswith(".retval"):  # an early return, normalised into an assignment (normalize.py)
+                raise error(f"dtype mismatch: '{self.sig.name}' declares the result {previous.type} but this "
+                            f"returns {value.type}", target.span, hint=f"use I.cast(..., {previous.type})")
             if id(previous) in self.carry_args and isinstance(value.type, DType):
                 raise error(f"loop-carried '{name}' changes type from {previous.type} to {value.type}", target.span,
                             rule="O2", hint=f"a value updated in a loop keeps one dtype; give it that dtype "
