@@ -62,7 +62,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     try:
         spec = resolve_target(target, cpu)
     except ValueError as exc:
-        raise error(str(exc), hint="use --target host or x86_64-linux-gnu") from None
+        raise error(str(exc), hint="docs/targets.md describes each target") from None
     program = lower(module)
     manifest = module_manifest(module, Path(path).name)
     try:
@@ -95,11 +95,11 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
         if kind != ".h":
             obj = emit_object(compiled.optimized, compiled.spec)
             if kind == ".so":
-                link.link_shared(obj, output)
+                link.link_shared(obj, output, compiled.spec)
             elif kind == ".o":
-                link.link_relocatable(obj, output)
+                link.link_relocatable(obj, output, compiled.spec)
             else:
-                link.archive(obj, output)
+                link.archive(obj, output, compiled.spec)
             written.append(output)
     except link.LinkError as exc:
         raise error(str(exc)) from None
@@ -109,6 +109,7 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
         shutil.copyfile(runtime_dir() / "intent_runtime.h", header_path.parent / "intent_runtime.h")
         written += [header_path, header_path.parent / "intent_runtime.h"]
     if depfile is not None:
-        Path(depfile).write_text(f"{output}: {source}\n")
-        written.append(Path(depfile))
+        from intentc.codegen.depfile import write_depfile
+
+        written.append(write_depfile(depfile, output, [source, *link.runtime_dependencies(kind)]))
     return written

@@ -1,4 +1,19 @@
-"""Everything target-specific in one place: the target spec and LLVM's target machine."""
+"""Everything target-specific in one place: the target spec and LLVM's target machine.
+
+A target on the command line (``--target``) resolves to a :class:`TargetSpec`: the
+LLVM triple, CPU and features to generate code for, and which C toolchain builds
+the runtime and links the artifact (``link.py`` reads ``toolchain_triple`` and
+``zig_target``; no other module looks at the target's name).
+
+CPU targets:
+
+- ``host`` (the default): the machine intentc runs on, tuned for its CPU with
+  ``--cpu native``; linked with the system C compiler.
+- ``x86_64-linux-gnu`` and ``aarch64-linux-gnu`` (also ``aarch64`` / ``arm64``):
+  when the name is the host's own architecture this is ``host`` again; otherwise it
+  is a cross target for the architecture's baseline CPU (``--cpu`` overrides it),
+  linked with a cross C compiler or ``python -m ziglang cc``.
+"""
 from __future__ import annotations
 
 import functools
@@ -17,6 +32,33 @@ class TargetSpec:
     features: str
     vector_bits: int
     is_gpu: bool = False
+    # How C code for the target is built (link.py): None means the host's own compiler;
+    # otherwise the GNU triple of a cross toolchain (``aarch64-linux-gnu-gcc``) ...
+    toolchain_triple: str | None = None
+    # ... and the ``zig cc -target`` of the hermetic fallback when none is installed.
+    zig_target: str | None = None
+
+
+@dataclass(frozen=True)
+class _Arch:
+    """A CPU architecture intentc can generate code for from any host."""
+
+    triple: str  # LLVM triple
+    gnu_triple: str  # cross toolchain prefix and zig target
+    aliases: tuple[str, ...]  # first component of a target name
+    cpu: str  # baseline CPU of a cross build
+    features: str
+    vector_bits: int
+
+
+ARCHES = {
+    "x86_64": _Arch("x86_64-unknown-linux-gnu", "x86_64-linux-gnu", ("x86_64", "amd64"), "x86-64", "", 128),
+    # Every ARMv8-A CPU has Advanced SIMD (NEON): 128-bit vectors.
+    "aarch64": _Arch("aarch64-unknown-linux-gnu", "aarch64-linux-gnu", ("aarch64", "arm64"), "generic", "+neon",
+                     128),
+}
+_VENDOR_OS = ("", "linux-gnu", "unknown-linux-gnu", "pc-linux-gnu")
+SUPPORTED = "host, x86_64-linux-gnu, aarch64-linux-gnu (or aarch64, arm64)"
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,13 +78,33 @@ def host_target(cpu: str = "native") -> TargetSpec:
     return TargetSpec("host", llvm.get_process_triple(), name, features, vector_bits)
 
 
+def _host_arch() -> str:
+    arch = llvm.get_process_triple().split("-")[0]
+    return "aarch64" if arch == "arm64" else arch
+
+
+def _arch_of(name: str) -> str | None:
+    head, _, rest = name.partition("-")
+    for key, arch in ARCHES.items():
+        if head in arch.aliases and rest in _VENDOR_OS:
+            return key
+    return None
+
+
 def resolve_target(name: str | None, cpu: str = "native") -> TargetSpec:
+    """The spec of a ``--target`` name; raises ValueError for an unknown one."""
     if name in (None, "", "host", "native"):
         return host_target(cpu)
-    if name.startswith("x86_64"):
-        spec = host_target(cpu) if cpu == "native" else TargetSpec(name, "x86_64-unknown-linux-gnu", cpu, "", 256)
-        return TargetSpec(name, "x86_64-unknown-linux-gnu", spec.cpu, spec.features, spec.vector_bits)
-    raise ValueError(f"unknown target '{name}' (supported here: host, x86_64-linux-gnu)")
+    key = _arch_of(name)
+    if key is None:
+        raise ValueError(f"unknown target '{name}' (supported: {SUPPORTED})")
+    arch = ARCHES[key]
+    if key == _host_arch():
+        # The host's own architecture: built like `host`, with the host's compiler.
+        spec = host_target(cpu) if cpu == "native" else TargetSpec(name, arch.triple, cpu, "", 256)
+        return TargetSpec(name, arch.triple, spec.cpu, spec.features, spec.vector_bits)
+    return TargetSpec(name, arch.triple, arch.cpu if cpu == "native" else cpu, arch.features, arch.vector_bits,
+                      toolchain_triple=arch.gnu_triple, zig_target=arch.gnu_triple)
 
 
 @functools.lru_cache(maxsize=None)
