@@ -52,6 +52,7 @@ C_LABEL = "C -O3 OpenMP"  # the baseline every ratio refers to
 # Idle time before each contender, so that the threads of the previous tool's pool
 # (OpenMP, Numba, intentc) have stopped polling and sleep while the next one runs.
 SETTLE_S = 0.2
+ROUNDS = 3  # the timed calls of each contender are split into this many alternating rounds
 
 sys.path.insert(0, str(REPO))  # the checkout's intentc, as the CLI below uses it
 
@@ -246,9 +247,9 @@ def triad(n: int, tools: Tools):
 
 # ------------------------------------------------------------------------ running
 
-def time_call(call: Callable[[], np.ndarray], repeats: int) -> list[float]:
+def time_calls(call: Callable[[], np.ndarray], count: int) -> list[float]:
     times = []
-    for _ in range(repeats):
+    for _ in range(count):
         start = time.perf_counter()
         call()
         times.append(time.perf_counter() - start)
@@ -256,35 +257,44 @@ def time_call(call: Callable[[], np.ndarray], repeats: int) -> list[float]:
 
 
 def run_benchmark(bench: Benchmark, n: int, tools: Tools, warmup: int, repeats: int) -> dict:
-    """Runs every contender (warm-up + check, then the timed calls) and returns the figures."""
+    """Warms up and checks every contender, then times them in ROUNDS alternating rounds
+    (so a burst of outside load spreads over all of them) and returns the figures."""
     want, contenders = bench.setup(n, tools)
-    results: dict[str, dict] = {}
-    problems = dict(contenders.unavailable)
     errors: dict[str, str] = {}
+    exact: dict[str, bool] = {}
     for label, call in contenders.calls.items():
         time.sleep(SETTLE_S)
         try:
             for _ in range(warmup):
                 got = call()
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            exact[label] = bool(np.array_equal(got, want))
         except Exception as e:  # a wrong result or a failing call: reported, not timed
             errors[label] = " ".join(f"{type(e).__name__}: {e}".split())[:200]
-            continue
-        times = time_call(call, repeats)
-        median = statistics.median(times)
+
+    times: dict[str, list[float]] = {label: [] for label in exact}
+    per_round = -(-repeats // ROUNDS)
+    for _ in range(ROUNDS):
+        for label in times:
+            time.sleep(SETTLE_S)
+            times[label] += time_calls(contenders.calls[label], per_round)
+
+    results: dict[str, dict] = {}
+    for label, samples in times.items():
+        median = statistics.median(samples)
         results[label] = {
             "median_ms": median * 1e3,
-            "min_ms": min(times) * 1e3,
+            "min_ms": min(samples) * 1e3,
             "gb_per_s": bench.bytes_per_element * n / median / 1e9,
-            "exact": bool(np.array_equal(got, want)),
+            "repetitions": len(samples),
+            "exact": exact[label],
         }
     base = results.get(C_LABEL, {}).get("median_ms")
     for figures in results.values():
         figures["ratio_to_c"] = figures["median_ms"] / base if base else None
-    problems.update(errors)
     return {"title": bench.title, "n": n, "bytes_per_element": bench.bytes_per_element,
-            "target": bench.target, "results": results, "not_run": problems,
-            "errors": sorted(errors)}
+            "target": bench.target, "results": results,
+            "not_run": {**contenders.unavailable, **errors}, "errors": sorted(errors)}
 
 
 def show(bench: Benchmark, record: dict) -> None:
@@ -345,13 +355,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})")
     parser.add_argument("--quick", action="store_true", help="smaller N, 7 repetitions, 1 warm-up")
-    parser.add_argument("--repeats", type=int, help="timed repetitions (at least 7; default 11, quick 7)")
+    parser.add_argument("--repeats", type=int,
+                        help="timed repetitions (at least 7, rounded up to a multiple of 3; default 12, quick 7 → 9)")
     parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the figures")
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
-    repeats = max(7, args.repeats or (7 if args.quick else 11))
+    repeats = max(7, args.repeats or (7 if args.quick else 12))
+    repeats = -(-repeats // ROUNDS) * ROUNDS
     warmup = 1 if args.quick else 3
 
     tools = Tools(BUILD)
