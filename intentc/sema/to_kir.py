@@ -68,8 +68,8 @@ def build_module(tree: ast.Module, name: str) -> Module:
     if diagnostics:
         raise CompileError(diagnostics)
     if not module.kernels:
-        raise error("the module defines no @intent.kernel", tree.span if tree.functions else None,
-                    hint="decorate an entry point with @intent.kernel")
+        raise error("the module defines no @intent.kernel", tree.functions[0].name_span if tree.functions else None,
+                    hint="decorate an entry point with @intent.kernel; @intent.fn helpers are not exported")
     _check_recursion(module)
     return module
 
@@ -386,8 +386,8 @@ class FunctionBuilder:
         if self.parallel_outer is not None and name in self.parallel_outer:
             raise error(f"'{name}' is defined outside I.parallel and assigned inside it: a loop-carried value",
                         target.span, rule="P2",
-                        hint="parallel points carry nothing across iterations; use a local name, a reduction "
-                             "(I.sum, I.reduce) or an ordered for loop")
+                        hint="parallel points carry nothing across iterations; assign a new local name inside "
+                             "the loop, or accumulate in an ordered `for` loop")
         if isinstance(value, (NamespaceRef, FunctionRef, DTypeRef)):
             raise error("only values can be assigned to names", target.span)
         previous = self.scope.get(name)

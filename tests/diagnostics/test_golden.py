@@ -1,0 +1,221 @@
+"""Golden diagnostics: one `.intent` file per expected error, its rendering beside it.
+
+For every `NAME.intent` here, `NAME.expected` holds the plain rendering
+(`Diagnostic.render_plain()`, one diagnostic after another) with the file shown
+as `NAME.intent`. Each case runs twice:
+
+- through the CLI (`python -m intentc check NAME.intent` in a subprocess): exit
+  code 1, no Python traceback, stderr is the expected text plus the `N error(s)`
+  count line;
+- in process (`intentc.driver.frontend`): a `CompileError` whose diagnostics
+  render to the expected text.
+
+Independently of the golden text, the tables below pin what must not drift when
+someone regenerates the files: the rule ID each case cites and the source text
+the caret underlines. Every diagnostic must carry a hint.
+
+Regenerate the expected files with `UPDATE_GOLDEN=1 pytest tests/diagnostics`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from intentc.diagnostics import CompileError  # noqa: E402
+from intentc.driver import frontend  # noqa: E402
+
+CASES = sorted(p.stem for p in HERE.glob("*.intent"))
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+# The rule ID that the first diagnostic of a case must cite (None: no rule applies).
+RULES = {
+    "parallel_break": "P4",
+    "parallel_return": "P4",
+    "parallel_carry": "P2",
+    "broadcast_static": "S2",
+    "if_not_bool": "O1",
+    "carry_type_change": "O2",
+    "domain_step_zero": "D1",
+    "domain_step_negative": "D1",
+    "result_extent_unknown": "S1",
+    "store_readonly_param": "M2",
+    "syntax_error": None,
+    "undefined_name": None,
+    "dtype_mismatch": None,
+}
+
+# The source text the caret of the first diagnostic must underline exactly.
+CARETS = {
+    "syntax_error": "*",
+    "undefined_name": "factor",
+    "dtype_mismatch": "x + y",
+    "parallel_break": "break",
+    "parallel_return": "return",
+    "parallel_carry": "total",
+    "broadcast_static": "x + y",
+    "assign_readonly_param": "lo",
+    "store_readonly_param": "x",
+    "wrong_rank_index": "x[i]",
+    "bad_decorator": "@intent.kernal",
+    "unknown_builtin": "I.log1p",
+    "int_literal_range": "200",
+    "int_true_division": "x / 2",
+    "if_not_bool": "x[i]",
+    "carry_type_change": "best",
+    "carry_int_literal": "acc + x[r, c]",
+    "helper_arity": "axpy(2.0, x[i])",
+    "helper_recursion": "collatz(n // 2)",
+    "duplicate_function": "twice",
+    "kernel_scalar_result": "f32",
+    "unknown_dtype": "float32",
+    "bad_indentation": "o",
+    "bad_dedent": "o",
+    "stray_character": "$",
+    "domain_step_zero": "0",
+    "domain_step_negative": "-1",
+    "result_extent_unknown": "f32[M]",
+    "missing_colon": ")",
+    "unexpected_eof": "[",
+}
+
+# Words the message or hint must contain: the values it names, what was expected.
+MENTIONS = {
+    "undefined_name": ["'factor'"],
+    "dtype_mismatch": ["'x' is f32", "'y' is i32", "I.cast("],
+    "broadcast_static": ["'x' has extent 3", "'y' has extent 5"],
+    "parallel_carry": ["'total'", "I.parallel"],
+    "assign_readonly_param": ["'lo'", "parameter"],
+    "store_readonly_param": ["'x'", "mut"],
+    "wrong_rank_index": ["'x' has 2 axes", "1 index"],
+    "unknown_builtin": ["I.log1p", "I.exp"],
+    "int_literal_range": ["200", "i8", "-128..127"],
+    "int_true_division": ["i32", "//"],
+    "if_not_bool": ["i32", "x[i] != 0"],
+    "carry_type_change": ["'best'", "i64", "f32", "best: f32"],
+    "helper_arity": ["'axpy'", "3 arguments", "got 2", "axpy(a, x, y)"],
+    "helper_recursion": ["'collatz'"],
+    "duplicate_function": ["'twice'", "line 4"],
+    "kernel_scalar_result": ["'first'", "f32"],
+    "unknown_dtype": ["'float32'", "'f32'"],
+    "domain_step_zero": ["got 0"],
+    "domain_step_negative": ["got -1"],
+    "result_extent_unknown": ["'M'", "N"],
+    "multiple_errors": ["'scale'", "'y' is f64"],
+}
+
+# How many diagnostics a case reports (1 unless listed).
+COUNTS = {"multiple_errors": 2}
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["NO_COLOR"] = "1"
+    env.pop("FORCE_COLOR", None)
+    env["COLUMNS"] = "400"
+    return env
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _normalise(text: str, name: str) -> str:
+    """Show the file as `NAME.intent` however the compiler was given its path."""
+    path = HERE / f"{name}.intent"
+    text = _ANSI.sub("", text)
+    for spelling in (str(path), os.path.relpath(path, REPO), f"./{name}.intent"):
+        text = text.replace(spelling, f"{name}.intent")
+    return text.rstrip("\n")
+
+
+def _render(exc: CompileError) -> str:
+    return "\n".join(d.render_plain() for d in exc.diagnostics)
+
+
+def _in_process(name: str) -> CompileError:
+    path = HERE / f"{name}.intent"
+    with pytest.raises(CompileError) as info:
+        frontend(path.read_text(encoding="utf-8"), f"{name}.intent")
+    return info.value
+
+
+@pytest.fixture(scope="module")
+def expected_texts() -> dict[str, str]:
+    texts = {}
+    for name in CASES:
+        golden = HERE / f"{name}.expected"
+        if UPDATE:
+            golden.write_text(_render(_in_process(name)) + "\n", encoding="utf-8")
+        texts[name] = golden.read_text(encoding="utf-8").rstrip("\n") if golden.is_file() else None
+    return texts
+
+
+def test_every_case_has_its_golden_file(expected_texts):
+    intents = {p.stem for p in HERE.glob("*.intent")}
+    goldens = {p.stem for p in HERE.glob("*.expected")}
+    assert intents == goldens, f"without .expected: {sorted(intents - goldens)}; " \
+                               f"without .intent: {sorted(goldens - intents)}"
+    assert len(intents) >= 24
+    assert set(RULES) | set(CARETS) | set(MENTIONS) <= intents
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_cli_check(name, expected_texts):
+    """`intentc check` exits 1 with exactly the expected diagnostics and no traceback."""
+    proc = subprocess.run([sys.executable, "-m", "intentc", "check", f"{name}.intent"], cwd=HERE, env=_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, f"exit code {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    stderr = _normalise(proc.stderr, name)
+    *body, count = stderr.splitlines()
+    n = COUNTS.get(name, 1)
+    assert count == f"{n} error{'s' if n != 1 else ''}", stderr
+    assert expected_texts[name] is not None, f"{name}.expected is missing (run with UPDATE_GOLDEN=1)"
+    assert "\n".join(body) == expected_texts[name]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_in_process(name, expected_texts):
+    """The same diagnostics from the driver, with a location, a caret, a rule where one applies, and a hint."""
+    exc = _in_process(name)
+    assert len(exc.diagnostics) == COUNTS.get(name, 1), _render(exc)
+    assert _render(exc) == expected_texts[name]
+    first = exc.diagnostics[0]
+    if name in RULES:
+        assert first.rule == RULES[name], _render(exc)
+    for diag in exc.diagnostics:
+        assert diag.hint, f"{name}: a diagnostic without a hint:\n{diag.render_plain()}"
+        assert diag.severity == "error"
+    if name in CARETS:
+        assert first.span is not None, _render(exc)
+        assert _underlined(first.render_plain()) == CARETS[name], _render(exc)
+    for word in MENTIONS.get(name, []):
+        assert word in _render(exc), f"{name}: {word!r} is not mentioned:\n{_render(exc)}"
+
+
+def _underlined(rendered: str) -> str:
+    """The text of the source line that the caret line of a plain rendering marks."""
+    lines = rendered.splitlines()
+    source_line, carets = lines[1], lines[2]
+    gutter = source_line.index(" | ") + 3
+    start = len(carets) - len(carets.lstrip(" "))
+    return source_line[start:start + carets.count("^")] if start >= gutter else ""
+
+
+def test_location_is_line_and_column():
+    """`file:line:col:` comes first, with the line of the span and its 1-based column."""
+    text = (HERE / "undefined_name.intent").read_text()
+    line_no = next(k for k, line in enumerate(text.splitlines(), 1) if "factor" in line)
+    column = text.splitlines()[line_no - 1].index("factor") + 1
+    exc = _in_process("undefined_name")
+    assert exc.diagnostics[0].render_plain().startswith(f"undefined_name.intent:{line_no}:{column}: error: ")
