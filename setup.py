@@ -1,4 +1,5 @@
-"""Copies the grammar and the C runtime into the package so an installed intentc carries them."""
+"""Copies the grammar, the C runtime and the Make and CMake files into the package so that
+an installed intentc carries them."""
 import shutil
 from pathlib import Path
 
@@ -6,7 +7,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent
-CARRIED = {"grammar": ("*.lark",), "runtime_c": ("*.c", "*.h")}
+CARRIED = {"grammar": ("*.lark",), "runtime_c": ("*.c", "*.h"), "make": ("*.mk",), "cmake": ("*.cmake",)}
 
 
 class BuildWithData(build_py):

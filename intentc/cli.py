@@ -25,21 +25,22 @@ def _fail(exc: CompileError) -> None:
     sys.exit(1)
 
 
-def _cmake_dir() -> str:
+def _data_folder(name: str) -> str:
     from intentc.resources import data_dir
 
-    return str(data_dir("cmake"))
+    return str(data_dir(name))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="intentc")
 @click.option("--cmake-dir", is_flag=True, help="Print the folder of intentc's CMake package and exit.")
+@click.option("--make-dir", is_flag=True, help="Print the folder of intentc.mk (Make rules) and exit.")
 @click.pass_context
-def main(ctx, cmake_dir):
+def main(ctx, cmake_dir, make_dir):
     """intentc: the ahead-of-time compiler for Intent kernels."""
-    if cmake_dir:
+    if cmake_dir or make_dir:
         try:
-            click.echo(_cmake_dir())
+            click.echo(_data_folder("cmake" if cmake_dir else "make"))
         except FileNotFoundError as exc:
             raise click.ClickException(str(exc))
         return
@@ -51,8 +52,10 @@ def main(ctx, cmake_dir):
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Output file: .so (shared library + header), .o (object), .a (archive) or .h (header).")
-@click.option("--target", default="host", show_default=True, help="Target: host or x86_64-linux-gnu.")
-@click.option("--cpu", default="native", show_default=True, help="CPU to tune for (LLVM name), or native.")
+@click.option("--target", default="host", show_default=True,
+              help="Target: host, x86_64-linux-gnu or aarch64-linux-gnu (also aarch64, arm64).")
+@click.option("--cpu", default="native", show_default=True,
+              help="CPU to tune for (LLVM name); native: this machine's, or a cross target's baseline.")
 @click.option("--emit-header/--no-emit-header", default=None,
               help="Also write OUTPUT's header (default: yes for .so).")
 @click.option("--depfile", type=click.Path(dir_okay=False), help="Write Make-style dependencies here.")

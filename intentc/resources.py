@@ -1,7 +1,7 @@
-"""Locates the files intentc carries: the grammar and the C runtime sources.
+"""Locates the files intentc carries: the grammar, the C runtime sources, the Make and CMake files.
 
 An installed package holds them under ``intentc/_data``; a source checkout keeps
-them at the repository root (``grammar/``, ``runtime_c/``).
+them at the repository root (``grammar/``, ``runtime_c/``, ``make/``, ``cmake/``).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def data_dir(name: str) -> Path:
-    """Return the folder ``name`` ("grammar" or "runtime_c")."""
+    """Return the folder ``name`` ("grammar", "runtime_c", "make" or "cmake")."""
     for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
         if candidate.is_dir():
             return candidate

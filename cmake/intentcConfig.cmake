@@ -1,0 +1,134 @@
+# intentcConfig.cmake - the CMake package of intentc, the Intent kernel compiler.
+#
+#     execute_process(COMMAND intentc --cmake-dir OUTPUT_VARIABLE intentc_DIR
+#                     OUTPUT_STRIP_TRAILING_WHITESPACE)      # or -Dintentc_DIR=...
+#     find_package(intentc REQUIRED)
+#     intentc_add_library(kernels SOURCE kernels.intent)
+#     target_link_libraries(app PRIVATE kernels)            # kernels.h is on the include path
+#
+# intentc_add_library(<name> SOURCE <file.intent>
+#                     [STATIC | SHARED | OBJECT]            # default: SHARED if BUILD_SHARED_LIBS, else STATIC
+#                     [TARGET <intentc target>]             # default: ${INTENTC_TARGET}
+#                     [CPU <cpu>]                           # default: ${INTENTC_CPU}
+#                     [OUTPUT_NAME <stem>]                  # default: the source's stem (<stem>.h)
+#                     [FLAGS <extra intentc build flags>...])
+#
+# runs `intentc build` as a custom command (with a DEPFILE, so editing the source or
+# reinstalling intentc rebuilds it) into ${CMAKE_CURRENT_BINARY_DIR}/intentc/<name>/
+# and defines <name> as an imported library whose include directory holds <stem>.h and
+# intent_runtime.h. Cache variables: INTENTC_EXECUTABLE (the intentc command, a list
+# such as "python3;-m;intentc" works too), INTENTC_TARGET, INTENTC_CPU.
+
+if(CMAKE_VERSION VERSION_LESS 3.20)
+  set(intentc_FOUND FALSE)
+  set(intentc_NOT_FOUND_MESSAGE "intentc's CMake package needs CMake 3.20 or newer (DEPFILE with every generator)")
+  return()
+endif()
+include_guard(GLOBAL)
+
+find_program(INTENTC_EXECUTABLE NAMES intentc DOC "The intentc command (a list such as python3;-m;intentc works too)")
+if(NOT INTENTC_EXECUTABLE)
+  set(intentc_FOUND FALSE)
+  set(intentc_NOT_FOUND_MESSAGE "the intentc command is not on PATH; set INTENTC_EXECUTABLE")
+  return()
+endif()
+
+execute_process(COMMAND ${INTENTC_EXECUTABLE} --version OUTPUT_VARIABLE _intentc_version_text
+                RESULT_VARIABLE _intentc_version_rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _intentc_version_rc EQUAL 0)
+  set(intentc_FOUND FALSE)
+  set(intentc_NOT_FOUND_MESSAGE "'${INTENTC_EXECUTABLE} --version' failed (exit ${_intentc_version_rc})")
+  return()
+endif()
+string(REGEX MATCH "[0-9]+(\\.[0-9]+)*" intentc_VERSION "${_intentc_version_text}")
+
+# A cross build (CMAKE_SYSTEM_PROCESSOR from the toolchain file) picks the matching target.
+set(_intentc_default_target host)
+if(CMAKE_CROSSCOMPILING)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+    set(_intentc_default_target aarch64-linux-gnu)
+  elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    set(_intentc_default_target x86_64-linux-gnu)
+  endif()
+endif()
+set(INTENTC_TARGET "${_intentc_default_target}" CACHE STRING "intentc --target for intentc_add_library")
+set(INTENTC_CPU "native" CACHE STRING "intentc --cpu for intentc_add_library")
+
+include(CMakeFindDependencyMacro)
+find_dependency(Threads)
+
+# Functions run with the policies in effect where they are defined (CMP0116: depfiles
+# relative to the current binary directory with Ninja).
+cmake_policy(PUSH)
+cmake_policy(VERSION 3.20)
+
+function(intentc_add_library name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "STATIC;SHARED;OBJECT" "SOURCE;TARGET;CPU;OUTPUT_NAME" "FLAGS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "intentc_add_library(${name}): unexpected arguments: ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT arg_SOURCE)
+    message(FATAL_ERROR "intentc_add_library(${name}): SOURCE <file.intent> is required")
+  endif()
+  set(kinds)
+  foreach(kind STATIC SHARED OBJECT)
+    if(arg_${kind})
+      list(APPEND kinds ${kind})
+    endif()
+  endforeach()
+  list(LENGTH kinds count)
+  if(count GREATER 1)
+    message(FATAL_ERROR "intentc_add_library(${name}): give only one of STATIC, SHARED, OBJECT")
+  elseif(count EQUAL 1)
+    set(kind ${kinds})
+  elseif(BUILD_SHARED_LIBS)
+    set(kind SHARED)
+  else()
+    set(kind STATIC)
+  endif()
+  set(suffix_STATIC .a)
+  set(suffix_SHARED .so)
+  set(suffix_OBJECT .o)
+
+  get_filename_component(source "${arg_SOURCE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(arg_OUTPUT_NAME)
+    set(stem "${arg_OUTPUT_NAME}")
+  else()
+    get_filename_component(stem "${source}" NAME_WE)
+  endif()
+  set(target "${INTENTC_TARGET}")
+  if(arg_TARGET)
+    set(target "${arg_TARGET}")
+  endif()
+  set(cpu "${INTENTC_CPU}")
+  if(arg_CPU)
+    set(cpu "${arg_CPU}")
+  endif()
+
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/intentc/${name}")
+  set(output "${dir}/${stem}${suffix_${kind}}")
+  file(MAKE_DIRECTORY "${dir}")  # imported targets need their include directory to exist
+  add_custom_command(
+    OUTPUT "${output}" "${dir}/${stem}.h" "${dir}/intent_runtime.h"
+    COMMAND ${INTENTC_EXECUTABLE} build "${source}" -o "${output}" --target "${target}" --cpu "${cpu}"
+            --emit-header --depfile "${output}.d" ${arg_FLAGS}
+    DEPENDS "${source}"
+    DEPFILE "${output}.d"
+    COMMENT "intentc: building ${name} (${target}) from ${arg_SOURCE}"
+    VERBATIM)
+  add_custom_target(${name}_intentc DEPENDS "${output}" "${dir}/${stem}.h")
+
+  add_library(${name} ${kind} IMPORTED GLOBAL)
+  if(kind STREQUAL "OBJECT")
+    set_target_properties(${name} PROPERTIES IMPORTED_OBJECTS "${output}")
+  else()
+    set_target_properties(${name} PROPERTIES IMPORTED_LOCATION "${output}")
+  endif()
+  set_target_properties(${name} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${dir}")
+  if(NOT kind STREQUAL "SHARED")  # the runtime in the archive/object needs threads and libm
+    set_target_properties(${name} PROPERTIES INTERFACE_LINK_LIBRARIES "Threads::Threads;m")
+  endif()
+  add_dependencies(${name} ${name}_intentc)
+endfunction()
+
+cmake_policy(POP)
