@@ -13,6 +13,9 @@ CPU targets:
   when the name is the host's own architecture this is ``host`` again; otherwise it
   is a cross target for the architecture's baseline CPU (``--cpu`` overrides it),
   linked with a cross C compiler or ``python -m ziglang cc``.
+
+GPU targets ``sm_80``, ``sm_86``, ``sm_89``, ``sm_90`` (and the other SMs of
+``GPU_PTX_ISA``): PTX for NVIDIA GPUs (``emit_nvptx.py``), no C toolchain.
 """
 from __future__ import annotations
 
@@ -58,7 +61,18 @@ ARCHES = {
                      128),
 }
 _VENDOR_OS = ("", "linux-gnu", "unknown-linux-gnu", "pc-linux-gnu")
-SUPPORTED = "host, x86_64-linux-gnu, aarch64-linux-gnu (or aarch64, arm64)"
+SUPPORTED = "host, x86_64-linux-gnu, aarch64-linux-gnu (or aarch64, arm64), sm_80, sm_86, sm_89, sm_90 (PTX)"
+
+# NVIDIA GPUs (PTX, LLVM's NVPTX backend): the lowest PTX ISA version that has each SM,
+# so that the PTX loads on the oldest driver that supports the GPU.
+GPU_PTX_ISA = {"sm_80": 70, "sm_86": 71, "sm_87": 74, "sm_89": 78, "sm_90": 78, "sm_100": 86, "sm_120": 87}
+
+
+def gpu_target(name: str) -> TargetSpec:
+    """The GPU target ``sm_XX``; raises ValueError for an SM without a PTX ISA entry."""
+    if name not in GPU_PTX_ISA:
+        raise ValueError(f"unknown GPU target '{name}' (supported: {', '.join(GPU_PTX_ISA)})")
+    return TargetSpec(name, "nvptx64-nvidia-cuda", name, f"+ptx{GPU_PTX_ISA[name]}", 32, is_gpu=True)
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,6 +109,8 @@ def resolve_target(name: str | None, cpu: str = "native") -> TargetSpec:
     """The spec of a ``--target`` name; raises ValueError for an unknown one."""
     if name in (None, "", "host", "native"):
         return host_target(cpu)
+    if name.startswith("sm_"):
+        return gpu_target(name)
     key = _arch_of(name)
     if key is None:
         raise ValueError(f"unknown target '{name}' (supported: {SUPPORTED})")
