@@ -66,6 +66,8 @@ from pathlib import Path
 import numpy as np
 
 from intentc.kir.core import Block, Function, Module, Op, Value
+from intentc.kir.extents import evaluate as evaluate_extent
+from intentc.kir.extents import names as extent_names
 from intentc.kir.types import DType, DomainType, TensorType, element_dtype
 
 PARALLEL_ORDERS = ("forward", "reverse", "shuffle")
@@ -600,6 +602,64 @@ def _op_assert_eq(it: Interpreter, op: Op, env: dict):
         raise _kernel_error(E_SHAPE, f"{it.kernel_name}: {what}{it.where(op)}")
 
 
+def _op_assert_true(it: Interpreter, op: Op, env: dict):
+    """Fail unless the condition holds; ``code`` says which status (bounds, domain, else shape)."""
+    cond, *args = (env[id(v)] for v in op.operands)
+    if not cond:
+        code = {"bounds": E_BOUNDS, "domain": E_DOMAIN}.get(op.attrs.get("code"), E_SHAPE)
+        what = op.attrs.get("what", "check failed").replace("%lld", "{}").format(*args)
+        raise _kernel_error(code, f"{it.kernel_name}: {what}{it.where(op)}")
+
+
+def _op_subregion(it: Interpreter, op: Op, env: dict):
+    """``d[a:b]``: the members of ``d`` in ``[a, b)``, keeping their source coordinates (D4,
+    D6); requires ``d.begin <= a <= b <= d.end``, never clamped (D5)."""
+    d, a, b = (env[id(v)] for v in op.operands)
+    if not d.begin <= a <= b <= d.end:
+        raise _kernel_error(E_BOUNDS, f"{it.kernel_name}: subregion [{a}, {b}) is not within its source domain "
+                                      f"[{d.begin}, {d.end}); bounds are never clamped (D5){it.where(op)}")
+    first = d.begin + -((d.begin - a) // d.step) * d.step  # the first member at or after a
+    env[id(op.result)] = Domain(first, b, d.step)
+
+
+def _op_indices(it: Interpreter, op: Op, env: dict):
+    """The domain's members (source coordinates, D6) as a 1-D index tensor."""
+    d = env[id(op.operands[0])]
+    env[id(op.result)] = np.array([d.point(k) for k in range(d.length)], dtype=np.int64)
+
+
+def _op_view(it: Interpreter, op: Op, env: dict):
+    """``x[r, a:b]``: a "fix" axis takes one index and is dropped, a "range" axis keeps
+    ``[begin, end)`` counted from 0. The view aliases ``x`` (sema checked the bounds)."""
+    source = env[id(op.operands[0])]
+    values = iter(env[id(v)] for v in op.operands[1:])
+    key = []
+    for kind in op.attrs["axes"]:
+        if kind == "fix":
+            key.append(next(values))
+        else:
+            begin, end = next(values), next(values)
+            key.append(slice(begin, end))
+    env[id(op.result)] = source[tuple(key)]
+
+
+def _op_reshape(it: Interpreter, op: Op, env: dict):
+    """The same elements in logical row-major order with new extents (S4)."""
+    source = env[id(op.operands[0])]
+    env[id(op.result)] = np.reshape(source, tuple(env[id(v)] for v in op.operands[1:]))
+
+
+def _op_permute(it: Interpreter, op: Op, env: dict):
+    """Result axis k is source axis ``perm[k]`` (S5)."""
+    env[id(op.result)] = np.transpose(env[id(op.operands[0])], op.attrs["perm"])
+
+
+def _op_join(it: Interpreter, op: Op, env: dict):
+    """``result[..., 0] = a``, ``result[..., 1] = b`` (S6)."""
+    a, b = (env[id(v)] for v in op.operands)
+    env[id(op.result)] = np.stack([a, b], axis=-1)
+
+
 def _element(it: Interpreter, op: Op, env: dict, tensor: Value, indices: list[Value]) -> tuple:
     """The checked element position of an access (D5: out of range is an error, never clamped)."""
     array = env[id(tensor)]
@@ -691,7 +751,9 @@ def _op_terminator(it: Interpreter, op: Op, env: dict):
 _HANDLERS = {
     "const": _op_const, "cmp": _op_cmp, "select": _op_select, "cast": _op_cast,
     "domain": _op_domain, "dim": _op_dim, "axis": _op_dim, "broadcast": _op_broadcast,
-    "bcast_extent": _op_bcast_extent, "assert_eq": _op_assert_eq, "load": _op_load, "store": _op_store,
+    "bcast_extent": _op_bcast_extent, "assert_eq": _op_assert_eq, "assert_true": _op_assert_true,
+    "subregion": _op_subregion, "indices": _op_indices, "view": _op_view, "reshape": _op_reshape,
+    "permute": _op_permute, "join": _op_join, "load": _op_load, "store": _op_store,
     "if": _op_if, "for": _op_for, "while": _op_while, "parallel": _op_parallel, "call": _op_call,
     "yield": _op_terminator, "condition": _op_terminator, "return": _op_terminator,
 }
@@ -810,11 +872,12 @@ class _KernelCall:
             for axis, e in enumerate(p.extents):
                 if isinstance(e, int):
                     shape.append(e)
-                elif e in extents:
-                    shape.append(extents[e])
-                else:  # the only parameter naming it has too few axes: the rank check says so
-                    owner = next(q for q in self.inputs if e in q.extents)
+                    continue
+                missing = [n for n in extent_names(e) if n not in extents]
+                if missing:  # the only parameter naming it has too few axes: the rank check says so
+                    owner = next(q for q in self.inputs if missing[0] in q.extents)
                     self._check_tensor(owner, arrays[owner.name])
+                shape.append(evaluate_extent(e, extents))
             outs[p.name] = np.empty(tuple(shape), dtype=numpy_dtype(p.dtype))
         return outs
 
@@ -856,7 +919,7 @@ class _KernelCall:
         for p in self.results:
             array = bound[p.name]
             for axis, e in enumerate(p.extents):
-                want = e if isinstance(e, int) else named[e]
+                want = e if isinstance(e, int) else evaluate_extent(e, named)
                 if array.shape[axis] != want:
                     raise _kernel_error(E_SHAPE, f"{self.name}: extent {e}: {p.name}.shape[{axis}] = "
                                                  f"{array.shape[axis]} but the kernel's result needs {want}")

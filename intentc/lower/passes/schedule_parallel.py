@@ -42,10 +42,18 @@ def _stmt(s: P.Stmt) -> P.Stmt:
     return s
 
 
-def _inner_points(body) -> P.Expr:
-    """The product of the counts of the point loops directly nested in a parallel body."""
-    count: P.Expr = P.Const(INDEX, 1)
+def _inner_points(body, assigned: set | None = None) -> P.Expr:
+    """The product of the counts of the point loops directly nested in a parallel body.
+
+    The grain is computed before the loop runs, so a count that reads a variable the body
+    assigns (a nested domain built inside the body) is not known there and is left out."""
+    if assigned is None:
+        assigned = {s.var for s in P.walk_stmts(body) if isinstance(s, (P.Assign, P.Loop))}
     for s in body:
         if isinstance(s, P.Loop) and s.kind == "point":
-            return P.Binary(INDEX, "mul", s.count, _inner_points(s.body))
-    return count
+            reads: set = set()
+            P.map_expr(s.count, lambda e: reads.add(e.var) or e if isinstance(e, P.Read) else e)
+            if reads & assigned:
+                break
+            return P.Binary(INDEX, "mul", s.count, _inner_points(s.body, assigned))
+    return P.Const(INDEX, 1)

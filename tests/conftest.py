@@ -1,0 +1,295 @@
+"""Shared test fixtures.
+
+``differential(source, kernel, *args, **kwargs)`` builds ``source`` with the compiler
+(once per source text per session), calls ``kernel`` compiled and in the reference
+interpreter (``intentc.interpret``) on separate copies of the same arguments, and
+asserts that both agree (docs/testing.md):
+
+- every returned tensor and every ``mut`` parameter: integers and bools exactly; floats
+  bit for bit (NaN matches any NaN, ``-0.0`` does not match ``0.0``), or within
+  ``FLOAT_ULPS`` of each other when the program uses ``exp``, ``log`` or float ``**``;
+- memory around strided views is left alone, read-only inputs are not written;
+- when one side raises, the other raises too: ``KernelError``s with the same code, other
+  exceptions of the same type. After an argument check fails, nothing was written.
+
+It returns a ``Differential.Run`` with the compiled result and argument copies, so a test
+can also compare them with an independent expectation.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if importlib.util.find_spec("intentc") is None:  # a source checkout that is not installed
+    sys.path.insert(0, str(REPO))
+
+import intentc  # noqa: E402
+
+# The ULP bound between the compiled code's libm and the interpreter's NumPy for exp, log
+# and float ** (docs/testing.md). Every other float operation must match bit for bit.
+FLOAT_ULPS = {"f16": 1, "f32": 4, "f64": 2}
+TRANSCENDENTAL = {"exp", "log", "pow"}
+# Codes of checks that run before the kernel body: after them nothing may be written.
+ARGUMENT_CODES = {-1, -2, -3, -5}
+
+
+# ---------------------------------------------------------------------------------------
+# argument copies that keep strides and the memory around a view
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _Copy:
+    """A copy of one argument. Arrays keep their strides: ``raw`` is a copy of all the
+    bytes the view spans (gaps included) and ``view`` the same view into it."""
+
+    value: object
+    raw: np.ndarray | None = None
+
+    @staticmethod
+    def of(value) -> "_Copy":
+        if not isinstance(value, np.ndarray):
+            return _Copy(value)
+        if value.size == 0 or value.ndim == 0:
+            copy = value.copy()
+            copy.flags.writeable = value.flags.writeable
+            return _Copy(copy, None)
+        low = sum(min(0, s * (n - 1)) for s, n in zip(value.strides, value.shape))
+        high = sum(max(0, s * (n - 1)) for s, n in zip(value.strides, value.shape)) + value.itemsize
+        raw = np.empty(high - low, np.uint8)
+        ctypes.memmove(raw.ctypes.data, value.ctypes.data + low, high - low)
+        view = np.ndarray(value.shape, value.dtype, buffer=raw, offset=-low, strides=value.strides)
+        view.flags.writeable = value.flags.writeable
+        return _Copy(view, raw)
+
+    def gaps(self) -> np.ndarray | None:
+        """The spanned bytes with the view's own elements zeroed: what must stay untouched."""
+        if self.raw is None:
+            return None
+        raw = self.raw.copy()
+        view = self.value
+        np.ndarray(view.shape, view.dtype, buffer=raw, offset=view.ctypes.data - self.raw.ctypes.data,
+                   strides=view.strides)[...] = 0
+        return raw
+
+    def snapshot(self) -> bytes:
+        if self.raw is not None:
+            return self.raw.tobytes()
+        return self.value.tobytes() if isinstance(self.value, np.ndarray) else repr(self.value).encode()
+
+
+def _copies(args, kwargs, out):
+    args = [_Copy.of(a) for a in args]
+    kwargs = {k: _Copy.of(v) for k, v in kwargs.items()}
+    if out is None:
+        outs = None
+    elif isinstance(out, (tuple, list)):
+        outs = [_Copy.of(o) for o in out]
+    else:
+        outs = _Copy.of(out)
+    return args, kwargs, outs
+
+
+def _values(outs):
+    if outs is None:
+        return None
+    return [o.value for o in outs] if isinstance(outs, list) else outs.value
+
+
+def _call(fn, args, kwargs, outs):
+    out = _values(outs)
+    try:
+        return fn(*[a.value for a in args], out=out, **{k: v.value for k, v in kwargs.items()}), None
+    except Exception as exc:  # noqa: BLE001 - compared below
+        return None, exc
+
+
+# ---------------------------------------------------------------------------------------
+# comparing results
+# ---------------------------------------------------------------------------------------
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many representable floats lie between a and b (elementwise; NaN pairs give 0)."""
+    int_type = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    bits = a.dtype.itemsize * 8
+
+    def ordered(x):
+        raw = np.ascontiguousarray(x).view(int_type).astype(object)
+        return np.where(raw < 0, -(raw & ((1 << (bits - 1)) - 1)), raw)
+
+    distance = np.abs(ordered(a) - ordered(b))
+    distance[np.isnan(a) & np.isnan(b)] = 0
+    return distance
+
+
+def assert_same_array(compiled, interpreted, what: str, ulps: int | dict = 0) -> None:
+    """Equal dtype, shape and elements; floats bit for bit, or within ``ulps`` (an int, or
+    a bound per float dtype name like ``FLOAT_ULPS``)."""
+    compiled, interpreted = np.asarray(compiled), np.asarray(interpreted)
+    if isinstance(ulps, dict):
+        ulps = ulps.get({2: "f16", 4: "f32", 8: "f64"}.get(compiled.dtype.itemsize), 0)
+    assert compiled.dtype == interpreted.dtype, f"{what}: dtype {compiled.dtype} (compiled) vs {interpreted.dtype}"
+    assert compiled.shape == interpreted.shape, f"{what}: shape {compiled.shape} (compiled) vs {interpreted.shape}"
+    if compiled.dtype.kind != "f":
+        if not np.array_equal(compiled, interpreted):
+            bad = np.argwhere(compiled != interpreted)[:5]
+            detail = ", ".join(f"{tuple(int(i) for i in p)}: {compiled[tuple(p)]!r} vs {interpreted[tuple(p)]!r}"
+                               for p in bad)
+            raise AssertionError(f"{what}: compiled and interpreted differ at {detail}")
+        return
+    nan_c, nan_i = np.isnan(compiled), np.isnan(interpreted)
+    if ulps == 0:
+        same = (nan_c & nan_i) | ((compiled == interpreted) & (np.signbit(compiled) == np.signbit(interpreted)))
+    else:
+        same = (nan_c == nan_i) & (ulp_distance(compiled, interpreted) <= ulps)
+    if not same.all():
+        bad = np.argwhere(~same)[:5]
+        detail = ", ".join(f"{tuple(int(i) for i in p)}: {compiled[tuple(p)]!r} vs {interpreted[tuple(p)]!r}"
+                           for p in bad)
+        bound = "bit for bit" if ulps == 0 else f"within {ulps} ULP"
+        raise AssertionError(f"{what}: compiled and interpreted differ ({bound}) at {detail}")
+
+
+def _results(value) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, tuple) else [value]
+
+
+def _error_text(exc) -> str:
+    if isinstance(exc, intentc.KernelError):
+        return f"KernelError({exc.code}: {exc})"
+    return f"{type(exc).__name__}({exc})"
+
+
+class Differential:
+    """Builds sources once per session and runs kernels compiled and interpreted."""
+
+    @dataclass
+    class Run:
+        result: object  # the compiled kernel's return value (None on error)
+        args: list  # the compiled call's copies of the positional arguments
+        kwargs: dict
+        out: object
+        error: BaseException | None  # the compiled call's exception
+        interpreted: object  # the interpreter's return value
+        interpreted_args: list = field(default_factory=list)
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.modules: dict[str, object] = {}
+        self.uses_transcendental: dict[tuple[str, str], bool] = {}
+
+    def build(self, source: str):
+        """The loaded compiled module of ``source`` (built once per session)."""
+        from intentc.driver import build
+
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        if digest not in self.modules:
+            path = self.folder / f"m{digest}.intent"
+            path.write_text(source)
+            build(path, path.with_suffix(".so"))
+            self.modules[digest] = intentc.load(path.with_suffix(".so"))
+        return self.modules[digest]
+
+    def float_ulps(self, source: str, kernel: str) -> int | dict:
+        """0, or the ULP bound when the kernel (or a helper) uses exp, log or float **."""
+        key = (source, kernel)
+        if key not in self.uses_transcendental:
+            from intentc.kir.interp import load_module
+
+            module = load_module(source)
+            self.uses_transcendental[key] = any(
+                op.name in TRANSCENDENTAL and op.operands and getattr(op.results[0].type, "dtype",
+                                                                      op.results[0].type).is_float
+                for func in module.functions for op in func.walk())
+        return FLOAT_ULPS if self.uses_transcendental[key] else 0
+
+    def __call__(self, source: str, kernel: str, *args, out=None, ulps: int | dict | None = None,
+                 parallel_order: str = "forward", seed: int = 0, **kwargs) -> "Differential.Run":
+        compiled_fn = getattr(self.build(source), kernel)
+        c_args, c_kwargs, c_out = _copies(args, kwargs, out)
+        i_args, i_kwargs, i_out = _copies(args, kwargs, out)
+        p_args, p_kwargs, p_out = _copies(args, kwargs, out)  # pristine, for "unchanged" checks
+        before = [c.snapshot() for c in p_args + list(p_kwargs.values())]
+
+        c_result, c_error = _call(compiled_fn, c_args, c_kwargs, c_out)
+        i_result, i_error = _call(
+            lambda *a, **k: intentc.interpret(source, kernel, *a, parallel_order=parallel_order, seed=seed, **k),
+            i_args, i_kwargs, i_out)
+
+        label = f"{kernel}"
+        if c_error is not None or i_error is not None:
+            if c_error is None or i_error is None:
+                raise AssertionError(f"{label}: compiled {'raised ' + _error_text(c_error) if c_error else 'returned'}"
+                                     f" but the interpreter {'raised ' + _error_text(i_error) if i_error else 'returned'}")
+            if isinstance(c_error, intentc.KernelError) or isinstance(i_error, intentc.KernelError):
+                assert isinstance(c_error, intentc.KernelError) and isinstance(i_error, intentc.KernelError) and \
+                    c_error.code == i_error.code, \
+                    f"{label}: compiled raised {_error_text(c_error)}, the interpreter {_error_text(i_error)}"
+                if c_error.code in ARGUMENT_CODES:
+                    for side, copies in (("compiled", c_args + list(c_kwargs.values())),
+                                         ("interpreted", i_args + list(i_kwargs.values()))):
+                        after = [c.snapshot() for c in copies]
+                        assert after == before, f"{label}: the {side} call wrote although an argument check failed"
+            else:
+                assert type(c_error) is type(i_error), \
+                    f"{label}: compiled raised {_error_text(c_error)}, the interpreter {_error_text(i_error)}"
+            return self.Run(None, [a.value for a in c_args], {k: v.value for k, v in c_kwargs.items()},
+                            _values(c_out), c_error, None, [a.value for a in i_args])
+
+        bound = self.float_ulps(source, kernel) if ulps is None else ulps
+        c_list, i_list = _results(c_result), _results(i_result)
+        assert len(c_list) == len(i_list), f"{label}: {len(c_list)} results compiled, {len(i_list)} interpreted"
+        for k, (c, i) in enumerate(zip(c_list, i_list)):
+            assert_same_array(c, i, f"{label}: result {k}", bound)
+        # Every array argument: mut parameters and out= compared, the rest unchanged; the
+        # memory around strided views unchanged on both sides.
+        mutable = self.mutable_params(source, kernel)
+        names = self.param_names(source, kernel)[:len(args)] + list(kwargs)
+        triples = list(zip(names, c_args + list(c_kwargs.values()), i_args + list(i_kwargs.values()),
+                           p_args + list(p_kwargs.values())))
+        if c_out is not None:
+            for c, i, p in zip(*(o if isinstance(o, list) else [o] for o in (c_out, i_out, p_out))):
+                triples.append(("out=", c, i, p))
+        for name, c, i, p in triples:
+            if not isinstance(c.value, np.ndarray):
+                continue
+            if name == "out=" or name in mutable:
+                assert_same_array(c.value, i.value, f"{label}: {name}", bound)
+            else:
+                assert c.snapshot() == p.snapshot(), f"{label}: read-only '{name}' was written (compiled)"
+                assert i.snapshot() == p.snapshot(), f"{label}: read-only '{name}' was written (interpreted)"
+            if p.raw is not None:
+                assert np.array_equal(c.gaps(), p.gaps()), f"{label}: '{name}': memory around the view changed (compiled)"
+                assert np.array_equal(i.gaps(), p.gaps()), f"{label}: '{name}': memory around the view changed (interpreted)"
+        return self.Run(c_result, [a.value for a in c_args], {k: v.value for k, v in c_kwargs.items()},
+                        _values(c_out), None, i_result, [a.value for a in i_args])
+
+    def _kernel(self, source: str, kernel: str):
+        from intentc.kir.interp import load_module
+
+        return load_module(source).function(kernel)
+
+    def param_names(self, source: str, kernel: str) -> list[str]:
+        return [p.name for p in self._kernel(source, kernel).params]
+
+    def mutable_params(self, source: str, kernel: str) -> set[str]:
+        return {p.name for p in self._kernel(source, kernel).params if p.mutable}
+
+
+@pytest.fixture(scope="session")
+def _differential_session(tmp_path_factory) -> Differential:
+    return Differential(tmp_path_factory.mktemp("differential"))
+
+
+@pytest.fixture
+def differential(_differential_session) -> Differential:
+    """``differential(source, kernel, *args, out=None, ulps=None, parallel_order="forward",
+    **kwargs)``: compiled vs interpreted, see the module docstring."""
+    return _differential_session

@@ -1,0 +1,246 @@
+"""Every kernel of every sample in samples/, compiled vs interpreted (the ``differential``
+fixture), on inputs built from the kernel's signature: zero, one and larger extents,
+contiguous, strided, reversed and transposed views, preallocated (strided) ``out=``,
+special float values, broadcasting shapes, and calls the ABI must refuse."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from intentc.kir.interp import load_module, numpy_dtype
+from intentc.kir.types import TensorType
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = sorted((REPO / "samples").glob("*.intent"))
+KERNELS = [(path, func.name) for path in SAMPLES for func in load_module(str(path)).kernels]
+
+SPECIAL_FLOATS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -3.5, 65504.0]
+
+
+def test_every_sample_is_covered():
+    assert len(SAMPLES) >= 5, "samples/ lost its programs"
+    assert {p.stem for p in SAMPLES} >= {"saxpy", "broadcast_add", "row_scale", "clamp", "collatz_steps"}
+
+
+def _values(rng, dtype, shape):
+    nd = numpy_dtype(dtype)
+    if dtype.is_bool:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.is_float:
+        values = rng.uniform(-100, 100, shape).astype(nd)
+        flat = values.reshape(-1)
+        if flat.size >= 8:  # sprinkle special values
+            picks = rng.choice(flat.size, size=min(len(SPECIAL_FLOATS), flat.size // 4), replace=False)
+            flat[picks] = np.array(SPECIAL_FLOATS[:len(picks)], nd)
+        return values
+    info = np.iinfo(nd)
+    if dtype.bits <= 16:
+        return rng.integers(info.min, info.max, shape, dtype=nd, endpoint=True)
+    # Mostly small values (so loops like collatz end), some edge values.
+    values = rng.integers(-50 if dtype.is_signed else 0, 300, shape).astype(nd)
+    flat = values.reshape(-1)
+    edges = [info.min, info.max, 0, 1] + ([-1] if dtype.is_signed else [])
+    for k, e in enumerate(edges[: flat.size // 3]):
+        flat[k * 3] = e
+    return values
+
+
+def _layout(array: np.ndarray, layout: str, rng) -> np.ndarray:
+    """The same values as a view with another memory layout."""
+    if layout == "contiguous" or array.ndim == 0:
+        return array
+    if layout == "strided":  # every other element on the last axis, inside a larger buffer
+        shape = array.shape[:-1] + (2 * array.shape[-1] + 1,)
+        big = np.zeros(shape, array.dtype)
+        view = big[..., 1::2]
+        view[...] = array
+        return view
+    if layout == "reversed":
+        return np.ascontiguousarray(array[..., ::-1])[..., ::-1]
+    if layout == "transposed":  # column-major storage
+        return np.asfortranarray(array)
+    if layout == "readonly":
+        array = array.copy()
+        array.flags.writeable = False
+        return array
+    raise ValueError(layout)
+
+
+def _args(func, sizes: dict, rng, layout="contiguous", shapes: dict | None = None):
+    """Arguments for ``func``: extents from ``sizes`` (by extent name), or a param's shape
+    from ``shapes``; mut parameters get a sentinel-filled array in the same layout."""
+    args = []
+    for param, value in zip(func.params, func.args):
+        t = value.type
+        if isinstance(t, TensorType):
+            shape = (shapes or {}).get(param.name) or tuple(e if isinstance(e, int) else sizes[e]
+                                                            for e in param.extents)
+            array = _values(rng, t.dtype, shape)
+            args.append(_layout(array, "contiguous" if param.mutable and layout == "readonly" else layout, rng))
+        else:
+            dtype = t
+            if dtype.is_float:
+                args.append(float(rng.uniform(-4, 4)))
+            elif dtype.is_bool:
+                args.append(bool(rng.integers(0, 2)))
+            else:
+                args.append(int(rng.integers(1, 200)))
+    return args
+
+
+def _extent_names(func) -> list[str]:
+    names = []
+    for param in func.params:
+        for e in param.extents:
+            if isinstance(e, str) and e not in names:
+                names.append(e)
+    return names
+
+
+LAYOUTS = ["contiguous", "strided", "reversed", "transposed", "readonly"]
+SIZES = [0, 1, 3, 17, 64]
+
+
+@pytest.mark.parametrize("path,kernel", KERNELS, ids=[f"{p.stem}.{k}" for p, k in KERNELS])
+def test_sample_kernel(differential, path, kernel):
+    source = path.read_text()
+    func = load_module(source).function(kernel)
+    names = _extent_names(func)
+    rng = np.random.default_rng(abs(hash(kernel)) % 1000)
+    runs = 0
+    for size, layout in itertools.product(SIZES, LAYOUTS):
+        sizes = {name: size + 2 * k for k, name in enumerate(names)} if size else {n: 0 for n in names}
+        # Extents named only once are broadcast partners: give them the shape of their
+        # partner axis (same name order) so that the call is valid.
+        sizes = _partner_sizes(func, sizes)
+        run = differential(source, kernel, *_args(func, sizes, rng, layout))
+        assert run.error is None, f"{kernel} {sizes} {layout}: {run.error}"
+        runs += 1
+    assert runs == len(SIZES) * len(LAYOUTS)
+
+
+def _partner_sizes(func, sizes: dict) -> dict:
+    """Give each extent that only one parameter names the extent of the axis it lines up
+    with (from the end) in the first parameter of the same rank, so broadcasts are valid."""
+    counts = {}
+    for param in func.params:
+        for e in param.extents:
+            if isinstance(e, str):
+                counts[e] = counts.get(e, 0) + 1
+    first = next((p for p in func.params if p.extents), None)
+    out = dict(sizes)
+    for param in func.params:
+        if param is first or len(param.extents) != len(first.extents):
+            continue
+        for mine, theirs in zip(param.extents, first.extents):
+            if isinstance(mine, str) and counts[mine] == 1 and isinstance(theirs, str):
+                out[mine] = out[theirs]
+    return out
+
+
+# ---- kernels with returned tensors: out= buffers --------------------------------------
+RETURNING = [(p, k) for p, k in KERNELS if load_module(str(p)).function(k).result_types]
+
+
+@pytest.mark.parametrize("path,kernel", RETURNING, ids=[f"{p.stem}.{k}" for p, k in RETURNING])
+def test_out_buffers(differential, path, kernel):
+    source = path.read_text()
+    func = load_module(source).function(kernel)
+    rng = np.random.default_rng(5)
+    sizes = _partner_sizes(func, {n: 5 + k for k, n in enumerate(_extent_names(func))})
+    rtype, rext = func.result_types[0], func.result_extents[0]
+    shape = tuple(e if isinstance(e, int) else sizes[e] for e in rext)
+    nd = numpy_dtype(rtype.dtype)
+    for layout in ("contiguous", "strided", "transposed"):
+        out = _layout(np.full(shape, 7, nd), layout, rng)
+        run = differential(source, kernel, *_args(func, sizes, rng), out=out)
+        assert run.error is None
+        assert run.out is not None and run.result is run.out
+    # A wrong out= extent, dtype or rank, a read-only out=, a zero-stride out=.
+    bad = [np.zeros(tuple(s + 1 for s in shape), nd), np.zeros(shape, np.int8 if nd != np.int8 else np.uint8),
+           np.zeros(shape + (1,), nd)]
+    readonly = np.zeros(shape, nd)
+    readonly.flags.writeable = False
+    bad.append(readonly)
+    bad.append(np.lib.stride_tricks.as_strided(np.zeros(1, nd), shape=shape, strides=(0,) * len(shape)))
+    codes = []
+    for out in bad:
+        run = differential(source, kernel, *_args(func, sizes, rng), out=out)
+        codes.append(run.error.code if run.error is not None else None)
+    assert codes == [-4, -2, -3, -5, -5]
+
+
+# ---- broadcasting (S2, S3) -----------------------------------------------------------------
+BROADCAST = (REPO / "samples" / "broadcast_add.intent").read_text()
+
+
+@pytest.mark.parametrize("m,n", [(3, 5), (1, 1), (0, 4), (4, 0), (0, 0), (17, 33)])
+def test_broadcast_add_shapes(differential, m, n):
+    rng = np.random.default_rng(m * 100 + n)
+    x = _values(rng, _f32(), (m, n))
+    for p, q in {(m, n), (1, n), (m, 1), (1, 1)}:
+        b = _values(rng, _f32(), (p, q))
+        run = differential(BROADCAST, "broadcast_add", x, b)
+        assert run.error is None
+        np.testing.assert_array_equal(run.result, x + b)
+    # Transposed and strided operands.
+    if m and n:
+        b = _layout(_values(rng, _f32(), (1, n)), "strided", rng)
+        assert differential(BROADCAST, "broadcast_add", _layout(x, "transposed", rng), b).error is None
+
+
+@pytest.mark.parametrize("xshape,bshape", [((3, 5), (2, 5)), ((3, 5), (3, 4)), ((3, 5), (0, 5)), ((0, 5), (2, 5)),
+                                           ((3, 0), (3, 2)), ((4, 4), (4,))])
+def test_broadcast_add_refused(differential, xshape, bshape):
+    rng = np.random.default_rng(1)
+    run = differential(BROADCAST, "broadcast_add", _values(rng, _f32(), xshape), _values(rng, _f32(), bshape))
+    assert run.error is not None and run.error.code == (-3 if len(bshape) != 2 else -4)
+
+
+def test_add_row_bias_broadcasting(differential):
+    rng = np.random.default_rng(2)
+    for m, n in ((4, 6), (0, 6), (4, 0), (1, 1)):
+        x, bias = _values(rng, _f32(), (m, n)), _values(rng, _f32(), (n,))
+        run = differential(BROADCAST, "add_row_bias", x, bias, 1.5)
+        assert run.error is None
+        np.testing.assert_array_equal(run.result, (x + bias) * np.float32(1.5))
+    run = differential(BROADCAST, "add_row_bias", _values(rng, _f32(), (4, 6)), _values(rng, _f32(), (5,)), 1.0)
+    assert run.error.code == -4
+
+
+def _f32():
+    from intentc.kir.types import F32
+
+    return F32
+
+
+# ---- bad calls: both sides refuse with the same code ---------------------------------------
+@pytest.mark.parametrize("path,kernel", KERNELS, ids=[f"{p.stem}.{k}" for p, k in KERNELS])
+def test_refused_calls(differential, path, kernel):
+    source = path.read_text()
+    func = load_module(source).function(kernel)
+    rng = np.random.default_rng(3)
+    sizes = _partner_sizes(func, {n: 4 + k for k, n in enumerate(_extent_names(func))})
+    good = _args(func, sizes, rng)
+    tensors = [k for k, v in enumerate(good) if isinstance(v, np.ndarray)]
+    seen = set()
+    for k in tensors:
+        arg = good[k]
+        wrong_dtype = arg.astype(np.float64 if arg.dtype != np.float64 else np.float32)
+        for bad, code in ((wrong_dtype, -2), (arg[..., None], -3), (np.concatenate([arg, arg], axis=-1), -4)):
+            args = list(good)
+            args[k] = bad
+            run = differential(source, kernel, *args)
+            assert run.error is not None and run.error.code == code, \
+                f"{kernel}: argument {k} {bad.shape} {bad.dtype}: {run.error!r}"
+            seen.add(run.error.code)
+        if func.params[k].mutable:
+            readonly = arg.copy()
+            readonly.flags.writeable = False
+            args = list(good)
+            args[k] = readonly
+            assert differential(source, kernel, *args).error.code == -5
+    assert seen == {-2, -3, -4}
