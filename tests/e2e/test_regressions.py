@@ -23,3 +23,31 @@ def test_nested_parallel_domain_built_in_the_body(differential):
     out = np.zeros((2, 3), np.float32)
     run = differential(NESTED_PARALLEL, "nest", x, out)
     np.testing.assert_array_equal(run.args[1], x * 2)
+
+
+SHIFTS = """\
+import intent as I
+
+@intent.kernel
+def shifts(a: i32[N], b: i32[N]) -> i32[N]:
+    return (a << b) ^ (a >> b)
+
+@intent.kernel
+def shift_assign(a: i32[N], b: i32[N], out: mut i32[N]):
+    for i in I.parallel(a.axis(0)):
+        v = a[i]
+        v <<= b[i]
+        v >>= 1
+        out[i] = v
+"""
+
+
+def test_shift_operators_parse(differential):
+    """`a << b` lexed as `<` `<` (the comparison terminal won over the shift terminal), so
+    no program could shift; `<<=` then needed its own priority. Fixed in the grammar."""
+    a = np.array([1, -8, 2**30, -(2**31), 7, 7, 7], np.int32)
+    b = np.array([0, 1, 2, 31, 32, -1, 100], np.int32)
+    run = differential(SHIFTS, "shifts", a, b)
+    want = [1 ^ 1, (-16) ^ (-4), 0 ^ 2**28, (0) ^ -1, 0 ^ 0, 0 ^ 0, 0 ^ 0]
+    np.testing.assert_array_equal(run.result, np.array(want, np.int32))
+    differential(SHIFTS, "shift_assign", a, b, np.zeros(7, np.int32))
