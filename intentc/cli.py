@@ -51,9 +51,11 @@ def main(ctx, cmake_dir, make_dir):
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Output file: .so (shared library + header), .o (object), .a (archive) or .h (header).")
+              help="Output file: .so (shared library + header), .o (object), .a (archive), .h (header) "
+                   "or .ptx (PTX + .ptx.json manifest, with --target sm_XX).")
 @click.option("--target", default="host", show_default=True,
-              help="Target: host, x86_64-linux-gnu or aarch64-linux-gnu (also aarch64, arm64).")
+              help="Target: host, x86_64-linux-gnu or aarch64-linux-gnu (also aarch64, arm64); "
+                   "sm_80, sm_86, sm_89 or sm_90 (NVIDIA GPU, PTX).")
 @click.option("--cpu", default="native", show_default=True,
               help="CPU to tune for (LLVM name); native: this machine's, or a cross target's baseline.")
 @click.option("--emit-header/--no-emit-header", default=None,

@@ -66,7 +66,12 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     program = lower(module)
     manifest = module_manifest(module, Path(path).name)
     try:
-        llvm_ir = emit_module(program, spec.triple, manifest_json(manifest))
+        if spec.is_gpu:
+            from intentc.codegen.emit_nvptx import emit_gpu_module, optimize_gpu as optimize
+
+            llvm_ir, manifest = emit_gpu_module(program, spec, manifest)
+        else:
+            llvm_ir = emit_module(program, spec.triple, manifest_json(manifest))
     except UnsupportedError as exc:
         raise error(f"not supported on target {spec.name}: {exc}", rule="T7") from None
     compiled = Compiled(module, program, llvm_ir, manifest, spec=spec)
@@ -77,7 +82,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
 
 def build(source: str | Path, output: str | Path, target: str | None = None, cpu: str = "native",
           emit_header: bool | None = None, depfile: str | Path | None = None) -> list[Path]:
-    """Compile ``source`` into ``output`` (.so, .o, .a or .h by extension); return the files written."""
+    """Compile ``source`` into ``output`` (.so, .o, .a, .h or .ptx by extension); return the files written."""
     from intentc.codegen import link
     from intentc.codegen.header import render_header
     from intentc.codegen.optimize import emit_object
@@ -85,6 +90,8 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
 
     source, output = Path(source), Path(output)
     kind = output.suffix
+    if kind == ".ptx" or str(target or "").startswith("sm_"):
+        return _build_ptx(source, output, target, depfile)
     if kind not in (".so", ".o", ".a", ".h"):
         raise error(f"cannot tell what to build from '{output.name}'",
                     hint="name the output .so (shared library), .o (object), .a (archive) or .h (header)")
@@ -112,4 +119,26 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
         from intentc.codegen.depfile import write_depfile
 
         written.append(write_depfile(depfile, output, [source, *link.runtime_dependencies(kind)]))
+    return written
+
+
+def _build_ptx(source: Path, output: Path, target: str | None, depfile) -> list[Path]:
+    """``K.ptx`` and its manifest ``K.ptx.json`` for a GPU target (docs/ptx-abi.md)."""
+    from intentc.codegen.emit_llvm import UnsupportedError
+    from intentc.codegen.emit_nvptx import write_ptx
+
+    if not str(target or "").startswith("sm_"):
+        raise error(f"'{output.name}' is PTX, which needs a GPU target",
+                    hint="add --target sm_80 (or sm_86, sm_89, sm_90)")
+    if output.suffix != ".ptx":
+        raise error(f"target {target} produces PTX, not '{output.name}'", hint="name the output .ptx")
+    compiled = compile_source(read_source(source), str(source), target)
+    try:
+        written = write_ptx(compiled, output)
+    except UnsupportedError as exc:
+        raise error(f"not supported on target {target}: {exc}", rule="T7") from None
+    if depfile is not None:
+        from intentc.codegen.depfile import write_depfile
+
+        written.append(write_depfile(depfile, output, [source]))
     return written
