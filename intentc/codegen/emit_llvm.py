@@ -74,6 +74,8 @@ class ModuleEmitter:
             m, ir.FunctionType(I32, [PTR, PTR, PTR, I32, I8, I8, I32, PTR, PTR, PTR]), "intent_check_tensor")
         self.task_type = ir.FunctionType(I32, [PTR, I64, I64])
         self.parallel_for = ir.Function(m, ir.FunctionType(I32, [I64, PTR, PTR]), "intent_parallel_for")
+        self.intent_alloc = ir.Function(m, ir.FunctionType(PTR, [I64]), "intent_alloc")
+        self.intent_free = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR]), "intent_free")
         self.intrinsics: dict[tuple, ir.Function] = {}
 
     def cstring(self, text: str) -> ir.GlobalVariable:
@@ -124,6 +126,9 @@ class FunctionEmitter:
         self.vars: dict[str, ir.AllocaInstr] = {}
         self.fields: dict[tuple[str, str, int], ir.Value] = {}
         self.data: dict[str, ir.Value] = {}
+        # Kernel-local buffers keep their pointer and extents in stack slots (they are
+        # allocated where the program says, possibly in a branch) and are freed on return.
+        self.heap: dict[str, tuple[ir.AllocaInstr, list, list]] = {}
 
     # -- variables ---------------------------------------------------------------------------
     def entry_alloca(self, type_: ir.Type, name: str = "") -> ir.AllocaInstr:
@@ -132,8 +137,48 @@ class FunctionEmitter:
 
     def finish(self) -> None:
         if not self.builder.block.is_terminated:
-            self.builder.ret(ir.Constant(I32, 0))
+            self.ret(ir.Constant(I32, 0))
         self.allocas.branch(self.func.blocks[1])
+
+    def ret(self, code: ir.Value) -> None:
+        """Return ``code``, freeing the kernel-local buffers first (tasks own none)."""
+        if isinstance(self, KernelEmitter):
+            for slot, _, _ in self.heap.values():
+                self.builder.call(self.mod.intent_free, [self.builder.load(slot, typ=PTR)])
+        self.builder.ret(code)
+
+    def data_ptr(self, name: str) -> ir.Value:
+        if name in self.heap:
+            return self.builder.load(self.heap[name][0], typ=PTR)
+        return self.data[name]
+
+    def field(self, name: str, kind: str, axis: int) -> ir.Value:
+        if name in self.heap:
+            _, shape, strides = self.heap[name]
+            return self.builder.load((shape if kind == "shape" else strides)[axis], typ=I64)
+        return self.fields[(name, kind, axis)]
+
+    def alloc(self, s: P.Alloc) -> None:
+        b = self.builder
+        t = s.tensor
+        if t.name not in self.heap:
+            slot = self.entry_alloca(PTR, f"{t.name}.data")
+            self.allocas.store(ir.Constant(PTR, None), slot)
+            shape = [self.entry_alloca(I64, f"{t.name}.shape{k}") for k in range(t.rank)]
+            strides = [self.entry_alloca(I64, f"{t.name}.stride{k}") for k in range(t.rank)]
+            self.heap[t.name] = (slot, shape, strides)
+        slot, shape, strides = self.heap[t.name]
+        extents = [self.expr(e) for e in s.extents]
+        stride = ir.Constant(I64, 1)
+        for k in reversed(range(t.rank)):
+            b.store(extents[k], shape[k])
+            b.store(stride, strides[k])
+            stride = b.mul(stride, extents[k])
+        b.call(self.mod.intent_free, [b.load(slot, typ=PTR)])  # a buffer allocated in a loop is replaced
+        ptr = b.call(self.mod.intent_alloc, [b.mul(stride, ir.Constant(I64, t.dtype.itemsize))])
+        b.store(ptr, slot)
+        with b.if_then(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), likely=False):
+            self.ret(ir.Constant(I32, STATUS["INTENT_E_ALLOC"]))
 
     def slot(self, var: P.Var) -> ir.AllocaInstr:
         if var.name not in self.vars:
@@ -173,6 +218,8 @@ class FunctionEmitter:
             self.while_loop(s)
         elif isinstance(s, P.Check):
             self.check(s)
+        elif isinstance(s, P.Alloc):
+            self.alloc(s)
         else:
             raise TypeError(s)
 
@@ -219,7 +266,7 @@ class FunctionEmitter:
         args = [self.expr(a) for a in s.args]
         args = [b.sext(a, I64) if isinstance(a.type, ir.IntType) and a.type.width < 64 else a for a in args]
         b.call(self.mod.intent_error, [code, self.mod.cstring(s.message)] + args)
-        b.ret(code)
+        self.ret(code)
         b.position_at_end(cont)
 
     def parallel(self, s: P.Loop) -> None:
@@ -232,8 +279,8 @@ class FunctionEmitter:
         values = [b.load(self.slot(v)) for v in captured_vars]
         values += [count, grain]
         for t in tensors:
-            values.append(self.data[t.name])
-            values += [self.fields[(t.name, kind, axis)] for kind in ("shape", "stride") for axis in range(t.rank)]
+            values.append(self.data_ptr(t.name))
+            values += [self.field(t.name, kind, axis) for kind in ("shape", "stride") for axis in range(t.rank)]
         closure_type = ir.LiteralStructType([v.type for v in values])
         closure = self.entry_alloca(closure_type, "closure")
         for k, value in enumerate(values):
@@ -248,11 +295,11 @@ class FunctionEmitter:
             rc = b.call(self.mod.parallel_for, [blocks, task, closure])
             failed = b.icmp_signed("!=", rc, ir.Constant(I32, 0))
             with b.if_then(failed, likely=False):
-                b.ret(rc)
+                self.ret(rc)
 
     # -- expressions ---------------------------------------------------------------------------
     def address(self, tensor: P.TensorSym, offset: P.Expr) -> ir.Value:
-        return self.builder.gep(self.data[tensor.name], [self.expr(offset)], source_etype=mem_type(tensor.dtype))
+        return self.builder.gep(self.data_ptr(tensor.name), [self.expr(offset)], source_etype=mem_type(tensor.dtype))
 
     def expr(self, e: P.Expr) -> ir.Value:
         b = self.builder
@@ -266,7 +313,7 @@ class FunctionEmitter:
         if isinstance(e, P.Read):
             return b.load(self.slot(e.var))
         if isinstance(e, P.Field):
-            return self.fields[(e.tensor.name, e.kind, e.axis)]
+            return self.field(e.tensor.name, e.kind, e.axis)
         if isinstance(e, P.Load):
             ptr = self.address(e.tensor, e.offset)
             value = b.load(ptr, align=e.tensor.dtype.itemsize, typ=mem_type(e.tensor.dtype))
@@ -274,7 +321,11 @@ class FunctionEmitter:
                 value = b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
             return value
         if isinstance(e, P.Binary):
-            return self.binary(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype)
+            value = self.binary(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype)
+            if e.fast and e.a.dtype.is_float and hasattr(value, "flags") and value.opname in (
+                    "fadd", "fsub", "fmul", "fdiv"):
+                value.flags += ["reassoc", "nsz"]
+            return value
         if isinstance(e, P.Unary):
             return self.unary(e.op, self.expr(e.a), e.a.dtype)
         if isinstance(e, P.Compare):

@@ -276,6 +276,68 @@ _register("load", "memory", (Effect("read", 0), Effect("check")), _verify_load)
 _register("store", "memory", (Effect("write", 0), Effect("check")), _verify_store)
 
 
+# ---- structured: reduce, scan, fold (T1, T2) and logical buffers -----------------------------
+def _verify_combine(op: Op, region_index: int, types: list) -> None:
+    combine = op.regions[region_index]
+    _need([a.type for a in combine.args] == types + types, op, "combine takes (acc..., item...) of the acc types")
+    _need(_yield_types(op, combine) == types, op, "combine yields the acc types")
+
+
+def _verify_reduce(op: Op) -> None:
+    """reduce(x0..xk-1, id0..idk-1) {axes, keepdims} [combine]: folds the axes with a typed
+    pure combine declared associative and commutative (T1)."""
+    k = op.attrs.get("arity", 0)
+    _need(k >= 1 and len(op.operands) == 2 * k and len(op.results) == k, op, "k inputs, k identities, k results")
+    inputs, ids = op.operands[:k], op.operands[k:]
+    _need(all(isinstance(v.type, TensorType) for v in inputs), op, "inputs are tensors")
+    rank = inputs[0].type.rank
+    _need(all(v.type.rank == rank for v in inputs), op, "inputs share one shape")
+    _need([v.type for v in ids] == [v.type.dtype for v in inputs], op, "identities have the input dtypes")
+    axes = op.attrs.get("axes", [])
+    _need(axes == sorted(set(axes)) and all(0 <= a < rank for a in axes) and axes, op, "axes are distinct, sorted")
+    _need(len(op.regions) == 1, op, "has a combine region")
+    _verify_combine(op, 0, [v.type for v in ids])
+
+
+def _verify_scan(op: Op) -> None:
+    """scan(x0..xk-1, id0..idk-1) {axis, exclusive, reverse} [combine]: prefixes in member
+    order with a typed pure associative combine (T2)."""
+    k = op.attrs.get("arity", 0)
+    _need(k >= 1 and len(op.operands) == 2 * k and len(op.results) == k, op, "k inputs, k identities, k results")
+    inputs, ids = op.operands[:k], op.operands[k:]
+    _need(all(isinstance(v.type, TensorType) for v in inputs), op, "inputs are tensors")
+    _need([r.type for r in op.results] == [v.type for v in inputs], op, "results have the input types")
+    _need(0 <= op.attrs.get("axis", -1) < inputs[0].type.rank, op, "axis in range")
+    _need(len(op.regions) == 1, op, "has a combine region")
+    _verify_combine(op, 0, [v.type for v in ids])
+
+
+def _verify_fold(op: Op) -> None:
+    """fold(n, id...) [element(t) -> items, combine]: acc = id; for t in [0, n): acc = combine(acc, item(t)).
+    The lowered form of reduce; with {"reassoc": true} the grouping is free (T1)."""
+    _need(op.operands and op.operands[0].type == INDEX, op, "first operand is the count")
+    types = [v.type for v in op.operands[1:]]
+    _need([r.type for r in op.results] == types, op, "results have the identity types")
+    _need(len(op.regions) == 2, op, "has an element and a combine region")
+    element = op.regions[0]
+    _need([a.type for a in element.args] == [INDEX], op, "element region takes the ordinal")
+    _need(_yield_types(op, element) == types, op, "element region yields one item per accumulator")
+    _verify_combine(op, 1, types)
+
+
+def _verify_buffer(op: Op) -> None:
+    """buffer(e0..ek-1) {dtype}: kernel-local mutable storage (a logical buffer, M2)."""
+    res = op.result.type
+    _need(isinstance(res, TensorType) and len(op.operands) == res.rank, op, "one extent per axis")
+    _need(all(v.type == INDEX for v in op.operands), op, "extents are index")
+
+
+_register("reduce", "structured", PURE, _verify_reduce, regions=1)
+_register("scan", "structured", PURE, _verify_scan, regions=1)
+_register("fold", "structured", PURE, _verify_fold, regions=2)
+_register("buffer", "memory", (Effect("alloc"),), _verify_buffer)
+
+
 # ---- control: structured loops and branches ------------------------------------------------
 def _terminator(block, name):
     return block.ops[-1] if block.ops and block.ops[-1].name == name else None

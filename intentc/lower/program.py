@@ -28,6 +28,7 @@ class TensorSym:
     dtype: DType
     rank: int
     writable: bool
+    storage: str = "param"  # "param": an argument; "heap": a kernel-local buffer (Alloc)
 
 
 # ---- expressions ------------------------------------------------------------------------
@@ -55,6 +56,7 @@ class Binary(Expr):
     op: str  # the KIR names: add sub mul div floordiv mod pow min max and or xor shl shr
     a: Expr
     b: Expr
+    fast: bool = False  # the operation grants regrouping (a reduction's combine, T1)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,14 @@ class Store(Stmt):
     tensor: TensorSym
     offset: Expr
     value: Expr
+
+
+@dataclass(frozen=True)
+class Alloc(Stmt):
+    """Allocate a row-major buffer with these extents for ``tensor`` (freed when the call ends)."""
+
+    tensor: TensorSym
+    extents: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,7 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, Read):
         return e.var.name
     if isinstance(e, Binary):
-        return f"{e.op}({format_expr(e.a)}, {format_expr(e.b)})"
+        return f"{e.op}{'.fast' if e.fast else ''}({format_expr(e.a)}, {format_expr(e.b)})"
     if isinstance(e, Unary):
         return f"{e.op}({format_expr(e.a)})"
     if isinstance(e, Compare):
@@ -217,6 +227,9 @@ def format_stmts(stmts, indent: str = "") -> list[str]:
             lines.append(f"{indent}  test {format_expr(s.cond)}")
             lines.append(f"{indent}  body:")
             lines += format_stmts(s.body, indent + "    ")
+        elif isinstance(s, Alloc):
+            extents = ", ".join(format_expr(e) for e in s.extents)
+            lines.append(f"{indent}{s.tensor.name} = alloc {s.tensor.dtype}[{extents}]")
         elif isinstance(s, Check):
             args = "".join(", " + format_expr(a) for a in s.args)
             lines.append(f"{indent}check {format_expr(s.cond)} else {s.code} {s.message!r}{args}")
@@ -271,6 +284,8 @@ def map_stmts(stmts, fn) -> tuple[Stmt, ...]:
                         body=map_stmts(s.body, fn))
         elif isinstance(s, Check):
             s = replace(s, cond=map_expr(s.cond, fn), args=tuple(map_expr(a, fn) for a in s.args))
+        elif isinstance(s, Alloc):
+            s = replace(s, extents=tuple(map_expr(e, fn) for e in s.extents))
         out.append(s)
     return tuple(out)
 

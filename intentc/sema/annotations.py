@@ -13,8 +13,9 @@ from intentc.parse import ast
 class Annotated:
     """A parameter or result type with its extents as written (names or literals, S1)."""
 
-    type: DType | TensorType
+    type: DType | TensorType | None  # None for a tuple of items (helper parameters only)
     extents: tuple[str | int, ...] = ()
+    items: tuple["Annotated", ...] = ()
 
 
 def dtype_of(expr: ast.Expr) -> DType:
@@ -43,6 +44,10 @@ def _extent_text(node: ast.Expr) -> str | None:
 
 
 def annotation(expr: ast.Expr, result: bool = False) -> Annotated:
+    if isinstance(expr, ast.TupleExpr) and not result:
+        if not expr.elts:
+            raise error("a tuple type needs at least one item", expr.span)
+        return Annotated(None, (), tuple(annotation(e) for e in expr.elts))
     if isinstance(expr, ast.Subscript):
         dtype = dtype_of(expr.value)
         extents: list[str | int] = []

@@ -22,6 +22,7 @@ from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, DomainType, Te
 from intentc.parse import ast
 from intentc.sema.annotations import annotation, dtype_of, result_annotations
 from intentc.sema.normalize import is_parallel_loop, normalize_function
+from intentc.sema.structured import REDUCTIONS, SCANS, Structured
 from intentc.sema.shapes import Extent, broadcast_extents, broadcast_to, describe, same_extent
 from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
 
@@ -110,6 +111,11 @@ def _signature(fn: ast.FunctionDef) -> _Signature:
         if param.name in names:
             raise error(f"parameter '{param.name}' appears twice", param.span)
         ann = annotation(param.annotation)
+        if ann.items and fn.kind == "kernel":
+            raise error(f"kernel parameter '{param.name}' has a tuple type; kernels take scalars and tensors",
+                        param.span, hint="pass the items as separate parameters")
+        if any(item.items for item in ann.items):
+            raise error("tuple types do not nest", param.span)
         if param.mutable and not isinstance(ann.type, TensorType):
             raise error(f"'mut' applies to tensors; '{param.name}' is a scalar", param.span,
                         hint="scalars are passed by value; return a tensor instead")
@@ -169,7 +175,7 @@ def _assigned_names(stmts) -> list[str]:
     return found
 
 
-class FunctionBuilder:
+class FunctionBuilder(Structured):
     def __init__(self, signatures: dict[str, _Signature], fn: ast.FunctionDef):
         self.signatures = signatures
         self.fn = normalize_function(fn)
@@ -218,11 +224,21 @@ class FunctionBuilder:
         args, params = [], []
         extent_values: dict[str, tuple[Value, str]] = {}
         for ast_param, ann in zip(fn.params, sig.params):
+            if ann.items:  # a tuple parameter is one KIR argument per item (C3: items keep their relations)
+                items = tuple(Value(item.type, f"{ast_param.name}{k}") for k, item in enumerate(ann.items))
+                args += items
+                params += [Param(f"{ast_param.name}{k}", False, item.extents) for k, item in enumerate(ann.items)]
+                self.scope[ast_param.name] = TupleValue(items)
+                self.readonly[ast_param.name] = "a parameter"
+                continue
             value = Value(ann.type, ast_param.name)
             args.append(value)
             params.append(Param(ast_param.name, ast_param.mutable, ann.extents))
         self.block.args = args
-        for ast_param, ann, value in zip(fn.params, sig.params, args):
+        plain = [(p, a) for p, a in zip(fn.params, sig.params) if not a.items]
+        plain_args = [v for v in args if not any(v in self.scope[p.name].items for p, a in
+                                                  zip(fn.params, sig.params) if a.items)]
+        for (ast_param, ann), value in zip(plain, plain_args):
             self.scope[ast_param.name] = value
             self.readonly[ast_param.name] = "a parameter"
             if not isinstance(ann.type, TensorType):
@@ -1153,7 +1169,8 @@ class FunctionBuilder:
             operands = [self.as_index(self.expr(v), v.span) if v is not None else self.const(1, INDEX, node.span)
                         for v in values]
             return self.emit("domain", operands, [DOMAIN], span=node.span).result
-        if kwargs:
+        if kwargs and name not in REDUCTIONS and name not in SCANS and name not in (
+                "argmax", "argmin", "reduce", "scan"):
             raise error(f"I.{name} takes no keyword arguments", node.span)
         if name in _UNARY_MATH:
             self.arity(node, 1)
@@ -1228,6 +1245,10 @@ class FunctionBuilder:
             if name == "reshape":
                 return self.reshape(tensor, args[1], node.span)
             return self.permute(tensor, self.int_list(args[1], "a permutation"), node.span)
+        if name in REDUCTIONS or name in ("argmax", "argmin", "reduce"):
+            return self.reduction(name, node)
+        if name in SCANS or name == "scan":
+            return self.scan(name, node)
         if name == "indices":
             self.arity(node, 1)
             domain = self.domain_of(self.expr(args[0]), args[0].span)
@@ -1262,17 +1283,30 @@ class FunctionBuilder:
         operands = []
         for arg, ann, pname in zip(node.args, sig.params, sig.param_names):
             value = self.expr(arg)
-            want = ann.type
-            if isinstance(want, DType):
-                operands.append(self.scalar_of(value, want, arg.span, f"parameter '{pname}' of '{name}'"))
+            if ann.items:
+                if not isinstance(value, TupleValue) or len(value.items) != len(ann.items):
+                    raise error(f"parameter '{pname}' of '{name}' expects a tuple of {len(ann.items)} items",
+                                arg.span)
+                for item, item_ann in zip(value.items, ann.items):
+                    operands.append(self.helper_operand(item, item_ann, arg.span, pname, name))
                 continue
-            if not isinstance(value, Value) or not isinstance(value.type, TensorType) or \
-                    value.type.dtype != want.dtype or value.type.rank != want.rank:
-                got = value.type if isinstance(value, Value) else "a literal"
-                raise error(f"parameter '{pname}' of '{name}' expects {want}, got {got}", arg.span)
-            operands.append(value)
+            operands.append(self.helper_operand(value, ann, arg.span, pname, name))
+        return self.finish_call(name, operands, node.span)
+
+    def helper_operand(self, value, ann, span, pname: str, name: str) -> Value:
+        want = ann.type
+        if isinstance(want, DType):
+            return self.scalar_of(value, want, span, f"parameter '{pname}' of '{name}'")
+        if not isinstance(value, Value) or not isinstance(value.type, TensorType) or \
+                value.type.dtype != want.dtype or value.type.rank != want.rank:
+            got = value.type if isinstance(value, Value) else "a literal"
+            raise error(f"parameter '{pname}' of '{name}' expects {want}, got {got}", span)
+        return value
+
+    def finish_call(self, name: str, operands: list[Value], span):
+        sig = self.signatures[name]
         result_types = [a.type for a in sig.results]
-        op = self.emit("call", operands, result_types, {"callee": name}, span=node.span)
+        op = self.emit("call", operands, result_types, {"callee": name}, span=span)
         if not op.results:
             return TupleValue(())
         return op.results[0] if len(op.results) == 1 else TupleValue(tuple(op.results))

@@ -14,6 +14,7 @@ whole expression is one fused loop with no temporaries. ``return`` has no operan
 from __future__ import annotations
 
 from intentc.kir.extents import build as build_extent
+from intentc.lower.structured_expansion import StructuredExpansion
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
@@ -27,7 +28,7 @@ def run(module: Module) -> Module:
     return module
 
 
-class _Expander:
+class _Expander(StructuredExpansion):
     def __init__(self, func: Function):
         self.func = func
         self.params = {id(v) for v in func.args if isinstance(v.type, TensorType)}
@@ -36,6 +37,7 @@ class _Expander:
             for result in op.results:
                 self.defs[id(result)] = op
         self.out: list[Op] = []
+        self.depth = 0  # how many parallel loops enclose the op being expanded
         # The extents sema already read at entry, so that equal extents stay the same value.
         self.entry_dims: dict[tuple[int, int], Value] = {}
         for op in func.body.ops:
@@ -105,6 +107,12 @@ class _Expander:
             if op.name == "return" and on_return is not None:
                 on_return(op)
                 continue
+            if op.name == "reduce":
+                self.materialize_reduce(op, replace)
+                continue
+            if op.name == "scan":
+                self.materialize_scan(op, replace)
+                continue
             if op.results and any(isinstance(r.type, TensorType) for r in op.results) and op.name != "call":
                 continue  # pure tensor-valued op: consumed element by element below
             if op.name == "load" and id(op.operands[0]) not in self.params:
@@ -113,9 +121,14 @@ class _Expander:
             if op.name == "dim" and id(op.operands[0]) not in self.params:
                 replace[id(op.result)] = self.extent(op.operands[0], op.attrs["axis"])
                 continue
-            for region in op.regions:
-                _replace_in(region, replace)
-                region.ops = self._block(region)
+            inside = op.name == "parallel"
+            self.depth += inside
+            try:
+                for region in op.regions:
+                    _replace_in(region, replace)
+                    region.ops = self._block(region)
+            finally:
+                self.depth -= inside
             self.out.append(op)
         result, self.out = self.out, saved
         return result

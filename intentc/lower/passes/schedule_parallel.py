@@ -1,10 +1,12 @@
 """Choose how thread tasks split each parallel loop, from the problem size only.
 
 Before: ``parallel`` loops have no grain.
-After: each ``parallel`` loop has ``grain = max(1, POINTS_PER_TASK // inner)``, where
-``inner`` is the number of points of the ``point`` loops nested directly in it. The
-grain never depends on the thread count, so the work each task does, and therefore
-every result, is the same for any ``INTENT_NUM_THREADS`` (P5).
+After: each ``parallel`` loop without a grain gets ``grain = max(1, POINTS_PER_TASK //
+inner)``, where ``inner`` estimates the work of one point: the product of the counts of
+the loops nested in it whose counts are known before the loop starts (``point`` loops,
+a per-point fold over a row, ...). A grain set earlier (e.g. 1 for loops over blocks)
+is kept. The grain never depends on the thread count, so the work each task does, and
+therefore every result, is the same for any ``INTENT_NUM_THREADS`` (P5).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def _stmts(stmts):
 def _stmt(s: P.Stmt) -> P.Stmt:
     if isinstance(s, P.Loop):
         body = _stmts(s.body)
-        if s.kind == "parallel":
+        if s.kind == "parallel" and s.grain is None:
             inner = _inner_points(body)
             grain = P.Binary(INDEX, "max", P.Const(INDEX, 1),
                              P.Binary(INDEX, "floordiv", P.Const(INDEX, POINTS_PER_TASK),
@@ -50,7 +52,7 @@ def _inner_points(body, assigned: set | None = None) -> P.Expr:
     if assigned is None:
         assigned = {s.var for s in P.walk_stmts(body) if isinstance(s, (P.Assign, P.Loop))}
     for s in body:
-        if isinstance(s, P.Loop) and s.kind == "point":
+        if isinstance(s, P.Loop):  # point loops, and per-point folds whose count is known outside
             reads: set = set()
             P.map_expr(s.count, lambda e: reads.add(e.var) or e if isinstance(e, P.Read) else e)
             if reads & assigned:

@@ -41,6 +41,7 @@ class _KernelLowering:
         self.names: set[str] = set()
         self.counter = itertools.count()
         self.parallel_depth = 0
+        self.fast = False  # inside a combine that grants regrouping
 
     def fresh(self, hint: str, dtype) -> P.Var:
         base = (hint or "v").replace(".", "_")
@@ -96,7 +97,7 @@ class _KernelLowering:
             return self.assign(op.result, P.Const(op.result.type, op.attrs["value"]))
         if name in _PURE_EXPR:
             a, b = (self.read(v) for v in op.operands)
-            return self.assign(op.result, P.Binary(op.result.type, name, a, b))
+            return self.assign(op.result, P.Binary(op.result.type, name, a, b, self.fast))
         if name in ("neg", "not", "abs", "exp", "log", "sqrt"):
             return self.assign(op.result, P.Unary(op.result.type, name, self.read(op.operands[0])))
         if name == "cmp":
@@ -142,6 +143,13 @@ class _KernelLowering:
             return self.while_op(op)
         if name == "parallel":
             return self.parallel_op(op)
+        if name == "fold":
+            return self.fold_op(op)
+        if name == "buffer":
+            sym = P.TensorSym(self.fresh(op.result.hint or "buf", INDEX).name, op.result.type.dtype,
+                              op.result.type.rank, True, "heap")
+            self.tensors[id(op.result)] = sym
+            return [P.Alloc(sym, tuple(self.read(v) for v in op.operands))]
         if name in ("return", "yield", "condition"):
             return []
         raise NotImplementedError(f"no physical lowering for KIR op '{name}'")
@@ -280,6 +288,29 @@ class _KernelLowering:
         out.append(P.While(tuple(cond_stmts), cond, tuple(stmts)))
         return out
 
+    def fold_op(self, op: Op) -> list[P.Stmt]:
+        """acc = identity; for t in [0, n): acc = combine(acc, element(t)), in order; the combine's
+        arithmetic is marked ``fast`` when the fold grants regrouping (T1)."""
+        element, combine = op.regions
+        accs = [self.var(r) for r in op.results]
+        out = [P.Assign(a, self.read(v)) for a, v in zip(accs, op.operands[1:])]
+        ordinal = self.fresh("t", INDEX)
+        self.vars[id(element.args[0])] = ordinal
+        body = self.block(element)
+        items = element.ops[-1].operands
+        k = len(accs)
+        for arg, acc in zip(combine.args[:k], accs):
+            self.vars[id(arg)] = acc
+        for arg, item in zip(combine.args[k:], items):
+            self.vars[id(arg)] = self.var(item)
+        saved, self.fast = self.fast, bool(op.attrs.get("reassoc"))
+        try:
+            body += self.block(combine) + self.yields(combine, accs)
+        finally:
+            self.fast = saved
+        out.append(P.Loop(ordinal, self.read(op.operands[0]), tuple(body), "serial"))
+        return out
+
     def parallel_op(self, op: Op) -> list[P.Stmt]:
         body = op.regions[0]
         self.parallel_depth += 1
@@ -293,5 +324,6 @@ class _KernelLowering:
             domain = op.operands[depth]
             point = self.point(body.args[depth], domain, ordinals[depth])
             kind = "parallel" if depth == 0 and self.parallel_depth == 0 else "point"
-            stmts = (P.Loop(ordinals[depth], self.domains[id(domain)][3], (point,) + stmts, kind),)
+            grain = P.Const(INDEX, op.attrs["grain"]) if kind == "parallel" and "grain" in op.attrs else None
+            stmts = (P.Loop(ordinals[depth], self.domains[id(domain)][3], (point,) + stmts, kind, grain),)
         return list(stmts)
