@@ -13,6 +13,7 @@ class KirSyntaxError(Exception):
         super().__init__(f"line {line_no}: {message}")
 
 
+_VALUE_NAME = re.compile(r"%[A-Za-z0-9_.]+")
 _VALUE_DEF = re.compile(r"%([A-Za-z0-9_.]+):(tensor<[^>]*>|[A-Za-z0-9_]+)")
 _FUNC_HEAD = re.compile(r"^(kernel|fn) @([A-Za-z_][A-Za-z0-9_]*)\((.*)\) -> \((.*?)\)(.*)\{$")
 _PARAM = re.compile(r"^%([A-Za-z0-9_.]+): (tensor<[^>]*>|[A-Za-z0-9_]+)( mut| result)?( \[.*\])?$")
@@ -44,6 +45,9 @@ class _Reader:
         self.lines = [(n, l) for n, l in self.lines if l and not l.startswith("//")]
         self.pos = 0
         self.scope: dict[str, Value] = {}
+        # Uses before the definition (in text order) are read as forward references, so that
+        # the verifier, not the parser, reports the dominance error.
+        self.forward: dict[str, tuple[Value, int]] = {}
 
     def peek(self) -> tuple[int, str]:
         if self.pos >= len(self.lines):
@@ -59,14 +63,17 @@ class _Reader:
         if name in self.scope:
             raise KirSyntaxError(line_no, f"%{name} is defined twice")
         hint = "" if name[0].isdigit() else name.split(".")[0]
-        value = Value(parse_type(type_text), hint)
+        value = self.forward.pop(name, (Value(None, ""), line_no))[0]
+        value.type, value.hint = parse_type(type_text), hint
         self.scope[name] = value
         return value
 
     def use(self, line_no: int, token: str) -> Value:
         token = token.strip()
-        if not token.startswith("%") or token[1:] not in self.scope:
+        if not _VALUE_NAME.fullmatch(token):
             raise KirSyntaxError(line_no, f"use of undefined value {token}")
+        if token[1:] not in self.scope:
+            return self.forward.setdefault(token[1:], (Value(None, ""), line_no))[0]
         return self.scope[token[1:]]
 
     # -- structure ---------------------------------------------------------------------------
@@ -85,7 +92,7 @@ class _Reader:
         if not match:
             raise KirSyntaxError(line_no, "expected a function header")
         kind, name, params_text, results_text, extents_text = match.groups()
-        self.scope = {}
+        self.scope, self.forward = {}, {}
         params, args = [], []
         for item in _split_top(params_text):
             pm = _PARAM.match(item)
@@ -100,6 +107,8 @@ class _Reader:
         result_extents = [tuple(e) for e in json.loads(extents_text)] if extents_text else [() for _ in result_types]
         body = Block(args)
         self.ops_until_close(body)
+        for missing, (_, use_line) in self.forward.items():
+            raise KirSyntaxError(use_line, f"use of undefined value %{missing}")
         return Function(name, kind, params, result_types, body, result_extents)
 
     def ops_until_close(self, block: Block) -> str:
