@@ -31,7 +31,9 @@ _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%"
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 _UNARY_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "abs": "abs"}
 _BINARY_MATH = {"minimum": "min", "maximum": "max"}
-_OTHER_BUILTINS = ("cast", "domain", "indices", "parallel", "where")
+# Every other name builtin() accepts (listed in the hint of "unknown builtin").
+_OTHER_BUILTINS = ("argmax", "argmin", "cast", "domain", "indices", "join", "parallel", "permute", "reduce",
+                   "reshape", "scan", "transpose", "where")
 
 
 @dataclass
@@ -1258,7 +1260,7 @@ class FunctionBuilder(Structured):
         if name == "parallel":
             raise error("I.parallel(...) is only iterated by a for loop", node.span, rule="P1",
                         hint="write `for p in I.parallel(domain):`")
-        known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS))
+        known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS) | set(REDUCTIONS) | set(SCANS))
         close = difflib.get_close_matches(name, known, n=1)
         raise error(f"unknown builtin I.{name}", node.func.span,
                     hint=(f"did you mean I.{close[0]}? " if close else "") + "the builtins are "

@@ -181,7 +181,8 @@ def test_cli_check(name, expected_texts):
     n = COUNTS.get(name, 1)
     assert count == f"{n} error{'s' if n != 1 else ''}", stderr
     assert expected_texts[name] is not None, f"{name}.expected is missing (run with UPDATE_GOLDEN=1)"
-    assert "\n".join(body) == expected_texts[name]
+    assert "\n".join(body) == expected_texts[name], \
+        f"{name}: the diagnostics changed; if that is intended, regenerate with UPDATE_GOLDEN=1"
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -189,7 +190,8 @@ def test_in_process(name, expected_texts):
     """The same diagnostics from the driver, with a location, a caret, a rule where one applies, and a hint."""
     exc = _in_process(name)
     assert len(exc.diagnostics) == COUNTS.get(name, 1), _render(exc)
-    assert _render(exc) == expected_texts[name]
+    assert _render(exc) == expected_texts[name], \
+        f"{name}: the diagnostics changed; if that is intended, regenerate with UPDATE_GOLDEN=1"
     first = exc.diagnostics[0]
     if name in RULES:
         assert first.rule == RULES[name], _render(exc)
