@@ -1,0 +1,416 @@
+"""A small reference loader for ``intentc build --target sm_XX -o K.ptx`` output.
+
+It follows only ``K.ptx.json`` (docs/ptx-abi.md) and imports nothing else from intentc,
+so it can be copied next to a ``.ptx``/``.ptx.json`` pair and used without intentc
+installed. It needs NumPy and either ``cuda-python`` (the CUDA driver API; the ``gpu``
+extra) or CuPy, and a GPU.
+
+    from intentc import ptx_loader
+    mod = ptx_loader.load("saxpy.ptx")          # reads saxpy.ptx.json beside it
+    y = mod.saxpy(2.0, x, y)                    # NumPy in, NumPy out
+
+A call does what the CPU runtime does at the C boundary, in the manifest's words: it
+checks every tensor's rank and dtype and that written tensors have no zero stride on an
+axis with more than one element, allocates returned tensors from the declared extents,
+copies the bytes each view spans to the GPU (strides are kept), zeroes a status buffer,
+runs the launch sequence with grids evaluated from the manifest's formulas, reads the
+status word and raises ``KernelError`` with the check's message, or copies the written
+tensors back. Host arrays are left unchanged when a call fails.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+from pathlib import Path
+
+STATUS_NAMES = {0: "INTENT_OK", -1: "INTENT_E_NULL", -2: "INTENT_E_DTYPE", -3: "INTENT_E_RANK",
+                -4: "INTENT_E_SHAPE", -5: "INTENT_E_STRIDE", -6: "INTENT_E_BOUNDS", -7: "INTENT_E_DOMAIN",
+                -8: "INTENT_E_ALLOC", -9: "INTENT_E_DEVICE", -10: "INTENT_E_INTERNAL"}
+NUMPY_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
+               "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
+               "f32": "float32", "f64": "float64"}
+ARG_NUMPY = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16",
+             "u32": "uint32", "u64": "uint64", "f32": "float32", "f64": "float64", "ptr": "uint64"}
+SUPPORTED_VERSIONS = (1,)
+
+
+class KernelError(RuntimeError):
+    """A call failed; ``code`` is the negative status (``status`` its name)."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.status = STATUS_NAMES.get(code, str(code))
+
+
+# ---- the manifest's formula language --------------------------------------------------------------
+_TOKEN = re.compile(r"\s*(?:(-?\d+)|([A-Za-z_][\w.]*)|(\S))")
+
+
+def evaluate(formula, env: dict) -> int:
+    """An int, or a string like ``"min(max(ceil_div(x.shape0, 256), 1), 65535)"`` over the
+    entry arguments in ``env``; 64-bit integer semantics, ``x // 0 == 0``."""
+    if isinstance(formula, int):
+        return formula
+    tokens = [next(t for t in m.groups() if t is not None) for m in _TOKEN.finditer(formula)]
+    pos = 0
+
+    def expr() -> int:
+        nonlocal pos
+        tok = tokens[pos]
+        pos += 1
+        if re.fullmatch(r"-?\d+", tok):
+            return int(tok)
+        if pos < len(tokens) and tokens[pos] == "(":
+            pos += 1
+            args = [expr()]
+            while tokens[pos] == ",":
+                pos += 1
+                args.append(expr())
+            if tokens[pos] != ")":
+                raise ValueError(f"bad formula {formula!r}")
+            pos += 1
+            return _call(tok, args)
+        return int(env[tok])
+
+    value = expr()
+    if pos != len(tokens):
+        raise ValueError(f"bad formula {formula!r}")
+    return value
+
+
+def _call(name: str, a: list[int]) -> int:
+    def fdiv(x, y):
+        return 0 if y == 0 else x // y
+
+    ops = {"add": lambda: sum(a), "sub": lambda: a[0] - a[1], "mul": lambda: a[0] * a[1],
+           "floor_div": lambda: fdiv(a[0], a[1]), "ceil_div": lambda: -fdiv(-a[0], a[1]),
+           "min": lambda: min(a), "max": lambda: max(a), "select": lambda: a[1] if a[0] else a[2],
+           "lt": lambda: int(a[0] < a[1]), "le": lambda: int(a[0] <= a[1]), "gt": lambda: int(a[0] > a[1]),
+           "ge": lambda: int(a[0] >= a[1]), "eq": lambda: int(a[0] == a[1]), "ne": lambda: int(a[0] != a[1])}
+    if name not in ops:
+        raise ValueError(f"unknown formula function '{name}'")
+    return ops[name]()
+
+
+# ---- backends ---------------------------------------------------------------------------------------
+class CudaDriver:
+    """The CUDA driver API through cuda-python (``cuda.bindings.driver``)."""
+
+    def __init__(self, device: int = 0):
+        try:
+            from cuda.bindings import driver
+        except ImportError:
+            from cuda import cuda as driver  # cuda-python < 12.6
+        self.driver = driver
+        self._check(driver.cuInit(0))
+        dev = self._check(driver.cuDeviceGet(device))
+        self.context = self._check(driver.cuDevicePrimaryCtxRetain(dev))
+        self._check(driver.cuCtxSetCurrent(self.context))
+        attr = driver.CUdevice_attribute
+        self.capability = (self._check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                                                    dev)),
+                           self._check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                                                    dev)))
+
+    def _check(self, result):
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if int(err) != 0:
+            _, text = self.driver.cuGetErrorString(err)
+            raise RuntimeError(f"CUDA driver error {int(err)}: {text.decode() if text else err}")
+        return rest[0] if len(rest) == 1 else rest
+
+    def load(self, ptx: str):
+        return self._check(self.driver.cuModuleLoadData(ptx.encode("utf-8") + b"\0"))
+
+    def function(self, module, name: str):
+        return self._check(self.driver.cuModuleGetFunction(module, name.encode("utf-8")))
+
+    def alloc(self, nbytes: int) -> int:
+        return int(self._check(self.driver.cuMemAlloc(max(1, nbytes))))
+
+    def free(self, ptr: int) -> None:
+        self._check(self.driver.cuMemFree(ptr))
+
+    def upload(self, ptr: int, host_address: int, nbytes: int) -> None:
+        if nbytes:
+            self._check(self.driver.cuMemcpyHtoD(ptr, host_address, nbytes))
+
+    def download(self, host_address: int, ptr: int, nbytes: int) -> None:
+        if nbytes:
+            self._check(self.driver.cuMemcpyDtoH(host_address, ptr, nbytes))
+
+    def zero(self, ptr: int, nbytes: int) -> None:
+        self._check(self.driver.cuMemsetD8(ptr, 0, nbytes))
+
+    def launch(self, function, grid, block, shared_bytes: int, args: list) -> None:
+        import numpy as np
+
+        values = [np.array([value], dtype=ARG_NUMPY[kind]) for kind, value in args]
+        pointers = np.array([v.ctypes.data for v in values], dtype=np.uint64)
+        self._check(self.driver.cuLaunchKernel(function, *grid, *block, shared_bytes, 0, pointers.ctypes.data, 0))
+
+    def synchronize(self) -> None:
+        self._check(self.driver.cuCtxSynchronize())
+
+
+class Cupy:
+    """CuPy's ``RawModule`` (PTX loaded through the driver)."""
+
+    def __init__(self, device: int = 0):
+        import cupy
+
+        self.cupy = cupy
+        cupy.cuda.Device(device).use()
+        self.capability = tuple(int(c) for c in cupy.cuda.Device(device).compute_capability)
+        self.buffers: dict[int, object] = {}
+
+    def load(self, ptx: str):
+        import os
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "module.ptx")
+            Path(path).write_text(ptx, encoding="utf-8")
+            module = self.cupy.RawModule(path=path)
+            module.compile()
+        return module
+
+    def function(self, module, name: str):
+        return module.get_function(name)
+
+    def alloc(self, nbytes: int) -> int:
+        memory = self.cupy.cuda.alloc(max(1, nbytes))
+        self.buffers[memory.ptr] = memory
+        return memory.ptr
+
+    def free(self, ptr: int) -> None:
+        self.buffers.pop(ptr, None)
+
+    def upload(self, ptr: int, host_address: int, nbytes: int) -> None:
+        if nbytes:
+            self.cupy.cuda.runtime.memcpy(ptr, host_address, nbytes, 1)  # host to device
+
+    def download(self, host_address: int, ptr: int, nbytes: int) -> None:
+        if nbytes:
+            self.cupy.cuda.runtime.memcpy(host_address, ptr, nbytes, 2)  # device to host
+
+    def zero(self, ptr: int, nbytes: int) -> None:
+        self.cupy.cuda.runtime.memset(ptr, 0, nbytes)
+
+    def launch(self, function, grid, block, shared_bytes: int, args: list) -> None:
+        import numpy as np
+
+        function(tuple(grid), tuple(block), tuple(np.dtype(ARG_NUMPY[k]).type(v) for k, v in args),
+                 shared_mem=shared_bytes)
+
+    def synchronize(self) -> None:
+        self.cupy.cuda.Device().synchronize()
+
+
+def default_backend():
+    """cuda-python's driver API, else CuPy; raises RuntimeError naming why neither works."""
+    reasons = []
+    for backend in (CudaDriver, Cupy):
+        try:
+            return backend()
+        except Exception as exc:  # noqa: BLE001 - any failure means "not usable here"
+            reasons.append(f"{backend.__name__}: {type(exc).__name__}: {exc}")
+    raise RuntimeError("no usable CUDA backend (" + "; ".join(reasons) + ")")
+
+
+# ---- modules and kernels -------------------------------------------------------------------------
+class Module:
+    def __init__(self, ptx: str, manifest: dict, backend=None):
+        if manifest.get("format") != "intentc-ptx" or manifest.get("manifest_version") not in SUPPORTED_VERSIONS:
+            raise ValueError("not an intentc PTX manifest of a supported version")
+        self.manifest = manifest
+        self.backend = backend or default_backend()
+        self.handle = self.backend.load(ptx)
+        self.kernels = {k["name"]: Kernel(self, k) for k in manifest["kernels"]}
+
+    def __getattr__(self, name: str):
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(name)
+
+
+def load(ptx_path, backend=None) -> Module:
+    """Load ``K.ptx`` and its manifest ``K.ptx.json``."""
+    ptx_path = Path(ptx_path)
+    manifest = json.loads(ptx_path.with_name(ptx_path.name + ".json").read_text(encoding="utf-8"))
+    return Module(ptx_path.read_text(encoding="utf-8"), manifest, backend)
+
+
+class Kernel:
+    def __init__(self, module: Module, spec: dict):
+        self.module = module
+        self.spec = spec
+        self.name = spec["name"]
+        self.inputs = [p for p in spec["params"] if not p.get("result")]
+        self.results = [p for p in spec["params"] if p.get("result")]
+        self.function = module.backend.function(module.handle, spec["entry"])
+
+    def __call__(self, *args, out=None):
+        call = self.prepare(*args, out=out)
+        try:
+            call.launch()
+            return call.finish()
+        finally:
+            call.release()
+
+    def prepare(self, *args, out=None) -> "Call":
+        """Check and copy the arguments to the GPU; the returned call can be launched
+        (repeatedly, for benchmarks) and finished."""
+        import numpy as np
+
+        if len(args) != len(self.inputs):
+            raise TypeError(f"{self.name}() takes {len(self.inputs)} arguments, got {len(args)}")
+        values = {p["name"]: v for p, v in zip(self.inputs, args)}
+        extents = {}
+        for p in self.inputs:
+            if p["kind"] == "tensor":
+                values[p["name"]] = array = _check_tensor(np.asarray(values[p["name"]]), p, self.name)
+                for axis, name in enumerate(p["extents"]):
+                    if isinstance(name, str):
+                        extents.setdefault(name, array.shape[axis])
+        provided = list(out) if isinstance(out, (list, tuple)) else [] if out is None else [out]
+        for k, p in enumerate(self.results):
+            if k < len(provided):
+                values[p["name"]] = _check_tensor(np.asarray(provided[k]), p, self.name)
+            else:
+                shape = tuple(e if isinstance(e, int) else extents[e] for e in p["extents"])
+                values[p["name"]] = np.empty(shape, dtype=NUMPY_NAMES[p["dtype"]])
+        return Call(self, values)
+
+
+def _check_tensor(array, p: dict, kernel: str):
+    import numpy as np
+
+    if array.ndim != p["rank"]:
+        raise KernelError(-3, f"{kernel}: parameter '{p['name']}' has {array.ndim} dimensions but the kernel "
+                              f"expects {p['rank']}")
+    if array.dtype != np.dtype(NUMPY_NAMES[p["dtype"]]):
+        raise KernelError(-2, f"{kernel}: parameter '{p['name']}' has dtype {array.dtype} but the kernel "
+                              f"expects {p['dtype']}")
+    if any(s % array.itemsize for s in array.strides):
+        raise KernelError(-5, f"{kernel}: parameter '{p['name']}' has a stride that is not a multiple of its "
+                              f"element size")
+    written = p.get("mutable") or p.get("result")
+    if written and array.size and any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape)):
+        raise KernelError(-5, f"{kernel}: parameter '{p['name']}' is written but has stride 0 on an axis with "
+                              f"more than one element")
+    if written and not array.flags.writeable:
+        raise KernelError(-5, f"{kernel}: parameter '{p['name']}' is written but the array is read-only")
+    return array
+
+
+def _span(array) -> tuple[int, int]:
+    """(lowest, highest+1) byte offsets from the first element that the view touches."""
+    if array.size == 0:
+        return 0, 0
+    lo = sum(min(0, s * (n - 1)) for s, n in zip(array.strides, array.shape))
+    hi = sum(max(0, s * (n - 1)) for s, n in zip(array.strides, array.shape)) + array.itemsize
+    return lo, hi
+
+
+class Call:
+    """One prepared call: device copies of the arguments, a status buffer, the launches."""
+
+    def __init__(self, kernel: Kernel, values: dict):
+        import numpy as np
+
+        self.kernel = kernel
+        self.values = values
+        backend = kernel.module.backend
+        self.buffers = []
+        self.device = {}  # tensor name -> (device data pointer, span low, span high)
+        for p in kernel.spec["params"]:
+            if p["kind"] != "tensor":
+                continue
+            array = values[p["name"]]
+            lo, hi = _span(array)
+            if hi == lo:
+                self.device[p["name"]] = (0, 0, 0)
+                continue
+            base = backend.alloc(hi - lo)
+            self.buffers.append(base)
+            backend.upload(base, array.__array_interface__["data"][0] + lo, hi - lo)
+            self.device[p["name"]] = (base - lo, lo, hi)
+        self.status = backend.alloc(kernel.module.manifest["status"]["bytes"])
+        self.buffers.append(self.status)
+        self.env = {}
+        self.args = []
+        for a in kernel.spec["args"]:
+            role, param = a["role"], a.get("param")
+            if role == "value":
+                value = _scalar(values[param], a["type"], kernel.spec, param)
+            elif role == "data":
+                value = self.device[param][0]
+            elif role in ("shape", "stride"):
+                array = values[param]
+                value = array.shape[a["axis"]] if role == "shape" else array.strides[a["axis"]] // array.itemsize
+            elif role == "status":
+                value = self.status
+            else:  # phase: set per launch
+                value = None
+            if value is not None and a["type"] != "ptr":
+                self.env[a["name"]] = int(value) if a["type"][0] in "iu" else value
+            self.args.append([a["type"], value, role])
+        del np
+
+    def launch(self) -> None:
+        backend = self.kernel.module.backend
+        backend.zero(self.status, self.kernel.module.manifest["status"]["bytes"])
+        for launch in self.kernel.spec["launches"]:
+            grid = [evaluate(g, self.env) for g in launch["grid"]]
+            block = [evaluate(b, self.env) for b in launch["block"]]
+            args = [(kind, launch.get("phase", 0) if role == "phase" else value) for kind, value, role in self.args]
+            backend.launch(self.kernel.function, grid, block, launch.get("shared_bytes", 0), args)
+
+    def finish(self):
+        import numpy as np
+
+        backend = self.kernel.module.backend
+        backend.synchronize()
+        status = np.zeros(self.kernel.module.manifest["status"]["bytes"] // 8, dtype=np.int64)
+        backend.download(status.ctypes.data, self.status, status.nbytes)
+        code = int(status.view(np.int32)[0])
+        if code != 0:
+            check = self.kernel.spec["checks"][int(status.view(np.int32)[1])]
+            numbers = iter(int(v) for v in status[1:1 + check["nargs"]])
+            message = re.sub(r"%(lld|%)", lambda m: "%" if m.group(1) == "%" else str(next(numbers, "?")),
+                             check["message"])
+            raise KernelError(code, message)
+        for p in self.kernel.spec["params"]:
+            if p["kind"] == "tensor" and (p.get("mutable") or p.get("result")):
+                data, lo, hi = self.device[p["name"]]
+                if hi > lo:
+                    array = self.values[p["name"]]
+                    backend.download(array.__array_interface__["data"][0] + lo, data + lo, hi - lo)
+        results = [self.values[p["name"]] for p in self.kernel.results]
+        return None if not results else results[0] if len(results) == 1 else tuple(results)
+
+    def release(self) -> None:
+        for ptr in self.buffers:
+            self.kernel.module.backend.free(ptr)
+        self.buffers = []
+
+
+def _scalar(value, kind: str, spec: dict, name: str):
+    import numpy as np
+
+    dtype = next(p["dtype"] for p in spec["params"] if p["name"] == name)
+    if dtype == "bool":
+        return 1 if bool(value) else 0
+    if dtype in ("f16", "bf16"):
+        return int(np.asarray(value, dtype=np.float16).view(np.uint16))
+    if kind in ("f32", "f64"):
+        return float(value)
+    number = int(value)
+    info = np.iinfo(ARG_NUMPY[kind])
+    if not info.min <= number <= info.max:
+        raise OverflowError(f"{spec['name']}: parameter '{name}' is {dtype}; {number} is out of range")
+    return number
