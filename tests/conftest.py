@@ -118,9 +118,9 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     int_type = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
     bits = a.dtype.itemsize * 8
 
-    def ordered(x):
+    def ordered(x):  # -0.0 -> -1, so that -0.0 and +0.0 are one step apart
         raw = np.ascontiguousarray(x).view(int_type).astype(object)
-        return np.where(raw < 0, -(raw & ((1 << (bits - 1)) - 1)), raw)
+        return np.where(raw < 0, -(raw & ((1 << (bits - 1)) - 1)) - 1, raw)
 
     distance = np.abs(ordered(a) - ordered(b))
     distance[np.isnan(a) & np.isnan(b)] = 0
@@ -204,10 +204,16 @@ class Differential:
             from intentc.kir.interp import load_module
 
             module = load_module(source)
-            self.uses_transcendental[key] = any(
-                op.name in TRANSCENDENTAL and op.operands and getattr(op.results[0].type, "dtype",
-                                                                      op.results[0].type).is_float
-                for func in module.functions for op in func.walk())
+            seen, todo, found = set(), [kernel], False
+            while todo:  # the kernel and every helper it calls
+                func = module.function(todo.pop())
+                seen.add(func.name)
+                for op in func.walk():
+                    if op.name == "call" and op.attrs["callee"] not in seen:
+                        todo.append(op.attrs["callee"])
+                    if op.name in TRANSCENDENTAL and getattr(op.results[0].type, "dtype", op.results[0].type).is_float:
+                        found = True
+            self.uses_transcendental[key] = found
         return FLOAT_ULPS if self.uses_transcendental[key] else 0
 
     def __call__(self, source: str, kernel: str, *args, out=None, ulps: int | dict | None = None,

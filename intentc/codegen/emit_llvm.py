@@ -141,10 +141,9 @@ class FunctionEmitter:
         self.allocas.branch(self.func.blocks[1])
 
     def ret(self, code: ir.Value) -> None:
-        """Return ``code``, freeing the kernel-local buffers first (tasks own none)."""
-        if isinstance(self, KernelEmitter):
-            for slot, _, _ in self.heap.values():
-                self.builder.call(self.mod.intent_free, [self.builder.load(slot, typ=PTR)])
+        """Return ``code``, freeing this function's buffers first."""
+        for slot, _, _ in self.heap.values():
+            self.builder.call(self.mod.intent_free, [self.builder.load(slot, typ=PTR)])
         self.builder.ret(code)
 
     def data_ptr(self, name: str) -> ir.Value:
@@ -275,7 +274,8 @@ class FunctionEmitter:
         count = self.expr(s.count)
         grain = self.expr(s.grain) if s.grain is not None else ir.Constant(I64, 1)
         captured_vars = sorted(_free_vars(s), key=lambda v: v.name)
-        tensors = sorted(_tensors_used(s.body), key=lambda t: t.name)
+        allocated = {a.tensor for a in P.walk_stmts(s.body) if isinstance(a, P.Alloc)}
+        tensors = sorted(_tensors_used(s.body) - allocated, key=lambda t: t.name)
         values = [b.load(self.slot(v)) for v in captured_vars]
         values += [count, grain]
         for t in tensors:
@@ -356,12 +356,14 @@ class FunctionEmitter:
                 floor = self.mod.intrinsic(f"llvm.floor.{_suffix(a.type)}", a.type, [a.type])
                 return b.call(floor, [b.fdiv(a, c)])
             if op == "mod":
-                # Python: the remainder takes the divisor's sign.
+                # Python: the remainder takes the divisor's sign, a zero remainder too.
                 r = b.frem(a, c)
                 zero = ir.Constant(a.type, 0.0)
                 fix = b.and_(b.fcmp_ordered("!=", r, zero),
                              b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", c, zero)))
-                return b.select(fix, b.fadd(r, c), r)
+                r = b.select(fix, b.fadd(r, c), r)
+                copysign = self.mod.intrinsic(f"llvm.copysign.{_suffix(a.type)}", a.type, [a.type, a.type])
+                return b.select(b.fcmp_ordered("==", r, zero), b.call(copysign, [zero, c]), r)
             raise UnsupportedError(f"'{op}' on {dtype}")
         signed = dtype.is_signed
         if op == "add":

@@ -34,9 +34,10 @@ Numeric rules (one meaning on every target; the compiled code implements the sam
       target dtype); float -> float rounds to nearest even; int -> int keeps the low bits
       (sign- or zero-extending by the *source* signedness); anything -> bool is
       ``!= 0`` (so NaN -> True); bool -> number is 0 or 1.
-    - ``exp``, ``log``, ``sqrt`` and float ``**`` use NumPy in the operand dtype.
-      ``sqrt`` is correctly rounded everywhere; ``exp``/``log``/``**`` may differ from
-      the compiled code's libm by the ULP bound in ``docs/testing.md``.
+    - ``exp``, ``log`` and ``sqrt`` use NumPy in the operand dtype; float ``**`` is C's
+      ``pow`` in double precision rounded to the dtype. ``sqrt`` is correctly rounded
+      everywhere; ``exp``/``log``/``**`` may differ from the compiled code's libm by the
+      ULP bound in ``docs/testing.md``.
 
 Control
     ``if`` runs one region and yields its values; ``for`` visits a domain's points in
@@ -240,7 +241,9 @@ def float_binary(op: str, dtype: DType, a, b):
     if op == "mod":
         return _same_kind(float_mod(a, b, nd), nd)
     if op == "pow":
-        return _same_kind(np.power(a, b, dtype=nd), nd)
+        if isinstance(a, np.ndarray):
+            return lift(lambda x, y: c_pow(x, y, nd), [a, b], dtype, dtype)
+        return c_pow(a, b, nd)
     if op in ("min", "max"):
         return _same_kind(float_min_max(op, a, b, nd), nd)
     raise NotImplementedError(f"'{op}' on {dtype}")
@@ -256,6 +259,26 @@ def float_mod(a, b, nd: np.dtype):
     differ = ((r < 0) | (r > 0)) & ((r < 0) != (b < 0))
     r = np.where(differ, np.add(r, b, dtype=nd), r)
     return np.where(r == 0, np.copysign(np.zeros((), nd), b), r)
+
+
+def c_pow(x, y, nd: np.dtype):
+    """C's ``pow`` (with C99's special cases: ``pow(-inf, 0.5) == inf``, ``pow(1, nan) == 1``,
+    ``pow(x, 0) == 1``) in double precision, rounded to the dtype. (NumPy's ``power`` is
+    not C's: it computes ``x ** 0.5`` as ``sqrt(x)``.)"""
+    x, y = float(x), float(y)
+    try:
+        result = math.pow(x, y)
+    except OverflowError:  # finite operands, an infinite result
+        odd = y.is_integer() and int(y) % 2 == 1
+        result = -math.inf if x < 0 and odd else math.inf
+    except ValueError:  # a pole (0 ** negative) or an invalid operation (negative ** fraction)
+        if x == 0:
+            odd = y.is_integer() and int(y) % 2 == 1
+            result = math.copysign(math.inf, x) if odd else math.inf
+        else:
+            result = math.nan
+    with np.errstate(all="ignore"):
+        return nd.type(result)
 
 
 def float_min_max(op: str, a, b, nd: np.dtype):

@@ -51,3 +51,23 @@ def test_shift_operators_parse(differential):
     want = [1 ^ 1, (-16) ^ (-4), 0 ^ 2**28, (0) ^ -1, 0 ^ 0, 0 ^ 0, 0 ^ 0]
     np.testing.assert_array_equal(run.result, np.array(want, np.int32))
     differential(SHIFTS, "shift_assign", a, b, np.zeros(7, np.int32))
+
+
+FLOAT_MOD = """\
+import intent as I
+
+@intent.kernel
+def fmod(a: f32[N], b: f32[N]) -> f32[N]:
+    return a % b
+"""
+
+
+def test_float_mod_zero_takes_the_divisor_sign(differential):
+    """Float % follows Python: the result, a zero result included, has the divisor's sign.
+    The compiled code left fmod's zero (the dividend's sign). Fixed in emit_llvm."""
+    a = np.array([0.0, -4.0, 4.0, -0.0, 6.0, -6.0], np.float32)
+    b = np.array([-1.0, 2.0, -2.0, 5.0, 4.0, 4.0], np.float32)
+    run = differential(FLOAT_MOD, "fmod", a, b)
+    want = np.array([x % y for x, y in zip(a.tolist(), b.tolist())], np.float32)
+    np.testing.assert_array_equal(np.signbit(run.result), np.signbit(want))
+    np.testing.assert_array_equal(run.result, want)
