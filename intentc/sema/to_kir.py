@@ -250,7 +250,11 @@ class FunctionBuilder(Structured):
                 self.mutable.add(id(value))
             shape: list[Extent] = []
             for axis, extent in enumerate(ann.extents):
-                if isinstance(extent, int):
+                if isinstance(extent, int):  # a literal extent is checked at the call boundary too
+                    dim = self.emit("dim", [value], [INDEX], {"axis": axis}, span=ast_param.span).result
+                    self.emit("assert_eq", [dim, self.const(extent, INDEX, ast_param.span)], span=ast_param.span,
+                              attrs={"what": f"{ast_param.name}.shape[{axis}] = %lld but the signature declares "
+                                             "%lld", "rule": "S1"})
                     shape.append(extent)
                     continue
                 if extent in extent_values:
