@@ -15,8 +15,8 @@
 #
 # runs `intentc build` as a custom command (with a DEPFILE, so editing the source or
 # reinstalling intentc rebuilds it) into ${CMAKE_CURRENT_BINARY_DIR}/intentc/<name>/
-# and defines <name> as an imported library whose include directory holds <stem>.h and
-# intent_runtime.h. Cache variables: INTENTC_EXECUTABLE (the intentc command, a list
+# (<stem>.a, lib<stem>.so or <stem>.o) and defines <name> as an imported library whose
+# include directory holds <stem>.h and intent_runtime.h. Cache variables: INTENTC_EXECUTABLE (the intentc command, a list
 # such as "python3;-m;intentc" works too), INTENTC_TARGET, INTENTC_CPU.
 
 if(CMAKE_VERSION VERSION_LESS 3.20)
@@ -107,11 +107,19 @@ function(intentc_add_library name)
 
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/intentc/${name}")
   set(output "${dir}/${stem}${suffix_${kind}}")
+  set(rename_header)
+  if(kind STREQUAL "SHARED")
+    # intentc's libraries have no soname, so executables record the name they were linked by:
+    # lib<stem>.so, found with -l<stem> and the rpath CMake adds. The header keeps the stem.
+    set(output "${dir}/lib${stem}.so")
+    set(rename_header COMMAND "${CMAKE_COMMAND}" -E rename "${dir}/lib${stem}.h" "${dir}/${stem}.h")
+  endif()
   file(MAKE_DIRECTORY "${dir}")  # imported targets need their include directory to exist
   add_custom_command(
     OUTPUT "${output}" "${dir}/${stem}.h" "${dir}/intent_runtime.h"
     COMMAND ${INTENTC_EXECUTABLE} build "${source}" -o "${output}" --target "${target}" --cpu "${cpu}"
             --emit-header --depfile "${output}.d" ${arg_FLAGS}
+    ${rename_header}
     DEPENDS "${source}"
     DEPFILE "${output}.d"
     COMMENT "intentc: building ${name} (${target}) from ${arg_SOURCE}"
@@ -121,6 +129,8 @@ function(intentc_add_library name)
   add_library(${name} ${kind} IMPORTED GLOBAL)
   if(kind STREQUAL "OBJECT")
     set_target_properties(${name} PROPERTIES IMPORTED_OBJECTS "${output}")
+  elseif(kind STREQUAL "SHARED")
+    set_target_properties(${name} PROPERTIES IMPORTED_LOCATION "${output}" IMPORTED_NO_SONAME TRUE)
   else()
     set_target_properties(${name} PROPERTIES IMPORTED_LOCATION "${output}")
   endif()

@@ -1,0 +1,137 @@
+"""A C consumer project (tests/build_systems/consumer) built with intentc's Make rules and
+with its CMake package: it calls saxpy through the static and the shared library and
+checks the result. A second build does nothing; touching the .intent file re-runs intentc;
+the build system has read intentc's depfile (the runtime files are dependencies)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CONSUMER = Path(__file__).resolve().parent / "consumer"
+RUNTIME_HEADER = str((REPO / "runtime_c" / "intent_runtime.h").resolve())
+
+
+@pytest.fixture
+def project(tmp_path) -> tuple[Path, Path, dict]:
+    """(project folder, log of intentc runs, environment with an `intentc` command on PATH)."""
+    folder = tmp_path / "consumer"
+    shutil.copytree(CONSUMER, folder)
+    shutil.copyfile(REPO / "samples" / "saxpy.intent", folder / "saxpy.intent")
+    bin_dir, log = tmp_path / "bin", tmp_path / "intentc.log"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "intentc"  # this checkout's intentc, counting its builds
+    wrapper.write_text(f"#!/bin/sh\n"
+                       f"case \"$1\" in build) echo \"$*\" >> '{log}';; esac\n"
+                       f"PYTHONPATH='{REPO}'${{PYTHONPATH:+:$PYTHONPATH}} exec '{sys.executable}' -m intentc \"$@\"\n")
+    wrapper.chmod(0o755)
+    log.write_text("")
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.pop("MAKEFLAGS", None)
+    return folder, log, env
+
+
+def run(cmd: list, cwd: Path, env: dict) -> str:
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def builds(log: Path) -> list[str]:
+    return log.read_text().splitlines()
+
+
+def check_programs(programs: list[Path], env: dict, cwd: Path) -> None:
+    for program in programs:  # run from another folder: the shared library is found through the rpath
+        assert run([program], cwd, env).strip() == "PASS saxpy"
+
+
+def make_newer(path: Path, than: Path) -> None:
+    later = than.stat().st_mtime + 5
+    os.utime(path, (later, later))
+
+
+def test_make(project, tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("GNU make is not installed")
+    folder, log, env = project
+    run(["make"], folder, env)
+    assert sorted(builds(log)) == sorted([
+        "build saxpy.intent -o saxpy.a --target host --cpu native --depfile saxpy.a.d --emit-header",
+        "build saxpy.intent -o saxpy.so --target host --cpu native --depfile saxpy.so.d"])
+    check_programs([folder / "app_static", folder / "app_shared"], env, tmp_path)
+
+    assert "Nothing to be done" in run(["make"], folder, env)
+    assert len(builds(log)) == 2
+    # `make -pq` prints the rules Make read (its exit status only says whether all is up to date).
+    database = subprocess.run(["make", "-pq"], cwd=folder, env=env, capture_output=True, text=True).stdout
+    rule = next(line for line in database.splitlines() if line.startswith("saxpy.a: "))
+    assert RUNTIME_HEADER in rule, "the depfile of saxpy.a was not included"
+
+    make_newer(folder / "saxpy.intent", folder / "saxpy.so")
+    run(["make"], folder, env)
+    assert len(builds(log)) == 4, "touching saxpy.intent must rebuild both libraries"
+    check_programs([folder / "app_static", folder / "app_shared"], env, tmp_path)
+
+
+GENERATORS = [pytest.param("Unix Makefiles", "make", id="make"), pytest.param("Ninja", "ninja", id="ninja")]
+
+
+@pytest.mark.parametrize("generator,tool", GENERATORS)
+def test_cmake(project, tmp_path, generator, tool):
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (the CMake generator '{generator}' needs it)")
+    folder, log, env = project
+    build = tmp_path / "build dir"
+    run(["cmake", "-S", folder, "-B", build, "-G", generator], tmp_path, env)
+    run(["cmake", "--build", build], tmp_path, env)
+    assert len(builds(log)) == 2 and any("-o " + str(build) in line for line in builds(log))
+    check_programs([build / "app_static", build / "app_shared"], env, tmp_path)
+
+    run(["cmake", "--build", build], tmp_path, env)
+    assert len(builds(log)) == 2, "a second build must not run intentc"
+    # CMake has read the depfiles: the runtime files are dependencies of the libraries.
+    recorded = [p for p in (build / "CMakeFiles").rglob("*") if p.is_file() and p.suffix in (".d", ".make")
+                and RUNTIME_HEADER in p.read_text(errors="replace")]
+    assert recorded, "no trace of intentc's depfile in CMake's dependency files"
+
+    make_newer(folder / "saxpy.intent", build / "intentc" / "saxpy_shared" / "libsaxpy.so")
+    run(["cmake", "--build", build], tmp_path, env)
+    assert len(builds(log)) == 4, "touching saxpy.intent must rebuild both libraries"
+    check_programs([build / "app_static", build / "app_shared"], env, tmp_path)
+
+
+def test_cmake_dir_and_make_dir_print_the_package_folders(project):
+    _, _, env = project
+    cmake_dir = Path(run(["intentc", "--cmake-dir"], REPO, env).strip())
+    assert (cmake_dir / "intentcConfig.cmake").is_file()
+    make_dir = Path(run(["intentc", "--make-dir"], REPO, env).strip())
+    assert (make_dir / "intentc.mk").is_file()
+
+
+def test_cmake_cross_build_for_aarch64(project, tmp_path):
+    """A CMake cross build (toolchain file for aarch64) builds the kernels for AArch64 on its own
+    (INTENTC_TARGET follows CMAKE_SYSTEM_PROCESSOR); the programs pass under qemu-aarch64."""
+    gcc, qemu = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
+    sysroot = Path("/usr/aarch64-linux-gnu")
+    if shutil.which("cmake") is None or shutil.which("make") is None:
+        pytest.skip("cmake or make is not installed")
+    if gcc is None or qemu is None or not (sysroot / "lib" / "ld-linux-aarch64.so.1").exists():
+        pytest.skip("needs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user (apt); .ci/run installs them")
+    folder, log, env = project
+    toolchain = tmp_path / "aarch64.cmake"
+    toolchain.write_text(f"set(CMAKE_SYSTEM_NAME Linux)\nset(CMAKE_SYSTEM_PROCESSOR aarch64)\n"
+                         f"set(CMAKE_C_COMPILER {gcc})\n")
+    build = tmp_path / "build"
+    run(["cmake", "-S", folder, "-B", build, f"-DCMAKE_TOOLCHAIN_FILE={toolchain}"], tmp_path, env)
+    run(["cmake", "--build", build], tmp_path, env)
+    assert all("--target aarch64-linux-gnu" in line for line in builds(log)) and len(builds(log)) == 2
+    for program in ("app_static", "app_shared"):
+        assert run([qemu, "-L", sysroot, build / program], tmp_path, env).strip() == "PASS saxpy"
