@@ -24,7 +24,6 @@ if(CMAKE_VERSION VERSION_LESS 3.20)
   set(intentc_NOT_FOUND_MESSAGE "intentc's CMake package needs CMake 3.20 or newer (DEPFILE with every generator)")
   return()
 endif()
-include_guard(GLOBAL)
 
 find_program(INTENTC_EXECUTABLE NAMES intentc DOC "The intentc command (a list such as python3;-m;intentc works too)")
 if(NOT INTENTC_EXECUTABLE)
@@ -37,10 +36,11 @@ execute_process(COMMAND ${INTENTC_EXECUTABLE} --version OUTPUT_VARIABLE _intentc
                 RESULT_VARIABLE _intentc_version_rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT _intentc_version_rc EQUAL 0)
   set(intentc_FOUND FALSE)
-  set(intentc_NOT_FOUND_MESSAGE "'${INTENTC_EXECUTABLE} --version' failed (exit ${_intentc_version_rc})")
+  set(intentc_NOT_FOUND_MESSAGE "'${INTENTC_EXECUTABLE} --version' failed: ${_intentc_version_rc}")
   return()
 endif()
 string(REGEX MATCH "[0-9]+(\\.[0-9]+)*" intentc_VERSION "${_intentc_version_text}")
+include_guard(GLOBAL)  # after the checks: a failed find_package can be retried
 
 # A cross build (CMAKE_SYSTEM_PROCESSOR from the toolchain file) picks the matching target.
 set(_intentc_default_target host)
