@@ -72,12 +72,13 @@ class _Normalizer:
             new_body.append(_assign(ret, False, fn.span))
         if retval:
             new_body.append(_placeholder(retval, fn))
+        if tail is not None and ret and tail.value is not None:
+            # The trailing value is computed where the statements before it ran (inside their
+            # guards), so that it sees the names they defined.
+            body.append(_assign_expr(retval, tail.value, tail.span))
+            tail = ast.Return(tail.span, _ref(retval, tail.span))
         new_body += self.block(body, ctx)
         if tail is not None:
-            if ret:
-                if tail.value is not None:
-                    new_body.append(_guard([_assign_expr(retval, tail.value, tail.span)], [ret], tail.span))
-                    tail = ast.Return(tail.span, _ref(retval, tail.span))
             new_body.append(tail)
         elif retval and _always_returns(body):
             new_body.append(ast.Return(fn.span, _ref(retval, fn.span)))

@@ -71,3 +71,33 @@ def test_float_mod_zero_takes_the_divisor_sign(differential):
     want = np.array([x % y for x, y in zip(a.tolist(), b.tolist())], np.float32)
     np.testing.assert_array_equal(np.signbit(run.result), np.signbit(want))
     np.testing.assert_array_equal(run.result, want)
+
+
+HELPER_RETURNS = """\
+import intent as I
+
+@intent.fn
+def h(a: i32) -> i32:
+    if a > 3:
+        return a * 2
+    v: i32 = a + 1
+    return v
+
+@intent.kernel
+def k(x: i32[N]) -> i32[N]:
+    out: i32 = 0
+    return x
+@intent.kernel
+def k2(x: i32[N], out: mut i32[N]):
+    for i in I.parallel(x.axis(0)):
+        out[i] = h(x[i])
+"""
+
+
+def test_helper_tail_return_sees_names_after_an_early_return(differential):
+    """After an early `return`, the rest of a helper is guarded by the return flag; the
+    trailing `return v` was evaluated outside that guard, where `v` is not defined, so a
+    valid helper was refused ("undefined name 'v'"). Fixed in sema/normalize."""
+    x = np.array([-5, 0, 3, 4, 100], np.int32)
+    run = differential(HELPER_RETURNS, "k2", x, np.zeros(5, np.int32))
+    np.testing.assert_array_equal(run.args[1], [-4, 1, 4, 8, 200])
