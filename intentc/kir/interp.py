@@ -481,7 +481,11 @@ class Interpreter:
     ``parallel_order`` is ``"forward"`` (row-major), ``"reverse"`` or ``"shuffle"`` (a
     fresh permutation for every ``parallel`` op executed, from ``seed``)."""
 
-    def __init__(self, module: Module, parallel_order: str = "forward", seed: int = 0):
+    def __init__(self, module: Module, parallel_order: str = "forward", seed: int = 0, sanitize: str | None = None):
+        if sanitize not in (None, "laws"):
+            raise ValueError(f"sanitize must be None or 'laws', got {sanitize!r}")
+        self.sanitize = sanitize
+        self.seed = seed
         if parallel_order not in PARALLEL_ORDERS:
             raise ValueError(f"parallel_order must be one of {', '.join(PARALLEL_ORDERS)}, got {parallel_order!r}")
         self.module = module
@@ -994,7 +998,7 @@ def load_module(source_or_path) -> Module:
 
 
 def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str = "forward", seed: int = 0,
-              **kwargs):
+              sanitize: str | None = None, **kwargs):
     """Run ``kernel`` of an Intent program in the reference interpreter.
 
     ``source_or_path`` is source text (a string with a newline, or not ending in
@@ -1003,10 +1007,17 @@ def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str 
     with ``intentc.load``: read-only inputs are never written, ``mut`` parameters are
     written in place, returned tensors are new arrays shaped by the declared extents.
     ``parallel_order`` ("forward", "reverse" or "shuffle" with ``seed``) picks the order in
-    which ``parallel`` points run. (A kernel whose parameters are named ``parallel_order``
-    or ``seed`` can be run with ``Interpreter(module).call(...)``.)
+    which ``parallel`` points run. ``sanitize="laws"`` checks the laws of every region op
+    under random segmentations (``interp_structured.LawViolation``). (A kernel whose
+    parameters are named ``parallel_order``, ``seed`` or ``sanitize`` can be run with
+    ``Interpreter(module).call(...)``.)
     """
     module = load_module(source_or_path)
-    interpreter = Interpreter(module, parallel_order=parallel_order, seed=seed)
+    interpreter = Interpreter(module, parallel_order=parallel_order, seed=seed, sanitize=sanitize)
     with np.errstate(all="ignore"):
         return interpreter.call(kernel, *args, out=out, **kwargs)
+
+
+from intentc.kir.interp_structured import HANDLERS as _STRUCTURED_HANDLERS  # noqa: E402
+
+_HANDLERS.update(_STRUCTURED_HANDLERS)

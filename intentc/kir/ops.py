@@ -332,6 +332,37 @@ def _verify_buffer(op: Op) -> None:
     _need(all(v.type == INDEX for v in op.operands), op, "extents are index")
 
 
+def _verify_region_fold(op: Op) -> None:
+    """region_fold(axis, comps..., ids...) {ncomp} [summarize(slices...), combine]: the summary of
+    the whole axis under any order-preserving segmentation (R2, R3)."""
+    n = op.attrs.get("ncomp", 0)
+    _need(op.operands and op.operands[0].type == DOMAIN, op, "first operand is the axis domain")
+    comps, ids = op.operands[1:1 + n], op.operands[1 + n:]
+    _need(n >= 1 and all(isinstance(c.type, TensorType) for c in comps), op, "components are tensors")
+    _need([r.type for r in op.results] == [v.type for v in ids], op, "results have the summary types")
+    _need(len(op.regions) == 2, op, "has summarize and combine regions")
+    _need(len(op.regions[0].args) == n, op, "summarize takes one slice per component")
+    _need(_yield_types(op, op.regions[0]) == [v.type for v in ids], op, "summarize yields a summary")
+    _verify_combine(op, 1, [v.type for v in ids])
+
+
+def _verify_region_scan(op: Op) -> None:
+    """region_scan(axis, comps..., ids..., init...) {ncomp, nsummary}
+    [summarize, combine, apply(summary..., state...), emit(slices..., state...)] -> outputs..., final state (R6, R7)."""
+    n, m = op.attrs.get("ncomp", 0), op.attrs.get("nsummary", 0)
+    _need(op.operands and op.operands[0].type == DOMAIN, op, "first operand is the axis domain")
+    ids = op.operands[1 + n:1 + n + m]
+    init = op.operands[1 + n + m:]
+    _need(len(op.regions) == 4, op, "has summarize, combine, apply and emit regions")
+    _verify_combine(op, 1, [v.type for v in ids])
+    _need(_yield_types(op, op.regions[2]) == [v.type for v in init], op, "apply yields a state")
+    outputs = op.results[:len(op.results) - len(init)]
+    _need([r.type for r in op.results[len(outputs):]] == [v.type for v in init], op, "final state results")
+    _need(all(isinstance(r.type, TensorType) for r in outputs), op, "outputs are tensors")
+
+
+_register("region_fold", "structured", PURE, _verify_region_fold, regions=2)
+_register("region_scan", "structured", PURE, _verify_region_scan, regions=4)
 _register("reduce", "structured", PURE, _verify_reduce, regions=1)
 _register("scan", "structured", PURE, _verify_scan, regions=1)
 _register("fold", "structured", PURE, _verify_fold, regions=2)

@@ -63,9 +63,7 @@ class StructuredExpansion:
         return coords
 
     def buffer(self, dtype, extents: list[Value], span) -> Value:
-        if self.depth:
-            raise error("a reduction or scan with a tensor result inside I.parallel is not supported yet", span,
-                        hint="reduce to a scalar inside the loop, or compute the tensor before the loop")
+        """Kernel-local storage; inside a parallel loop each point gets its own (freed by the task)."""
         static = tuple(None for _ in extents)
         value = self.emit("buffer", list(extents), [TensorType(dtype, static)], {"dtype": str(dtype)}).result
         self.params.add(id(value))
@@ -81,12 +79,13 @@ class StructuredExpansion:
         finally:
             self.out = saved
 
-    def fold(self, count: Value, identity: list[Value], element, combine: Block, span) -> list[Value]:
+    def fold(self, count: Value, identity: list[Value], element, combine: Block, span,
+             ordered: bool = False) -> list[Value]:
         """``fold`` of ``element(t)`` for t in [0, count) with a copy of ``combine``."""
         t = Value(INDEX, "t")
         body = self._with_block([t], lambda: element(t))
         op = self.emit("fold", [count] + list(identity), [v.type for v in identity],
-                       {"reassoc": _regroupable(combine)}, span=span)
+                       {"reassoc": _regroupable(combine) and not ordered}, span=span)
         op.regions = [body, clone_block(combine, {})]
         return list(op.results)
 
@@ -127,12 +126,13 @@ class StructuredExpansion:
                 return items_at([coords[a] for a in range(rank)])
             return element
 
+        ordered = bool(op.attrs.get("ordered"))
         if not isinstance(op.results[0].type, TensorType):
             count = self.product(reduced)
             if self.depth == 0:
-                results = self.blocked_fold(count, identity, reduced_elements({}), combine, op.span)
+                results = self.blocked_fold(count, identity, reduced_elements({}), combine, op.span, ordered)
             else:
-                results = self.fold(count, identity, reduced_elements({}), combine, op.span)
+                results = self.fold(count, identity, reduced_elements({}), combine, op.span, ordered)
             for old, new in zip(op.results, results):
                 replace[id(old)] = new
             return
@@ -143,7 +143,7 @@ class StructuredExpansion:
 
         def body(points):
             outer = dict(zip(kept_axes, points))
-            values = self.fold(count, identity, reduced_elements(outer), combine, op.span)
+            values = self.fold(count, identity, reduced_elements(outer), combine, op.span, ordered)
             if keepdims:
                 index = [self.c(0) if a in axes else outer[a] for a in range(rank)]
             else:
@@ -162,7 +162,7 @@ class StructuredExpansion:
         blocks = self.ix("floordiv", self.ix("add", count, self.ix("sub", size, self.c(1))), size)
         return size, blocks
 
-    def blocked_fold(self, count: Value, identity, element, combine: Block, span) -> list[Value]:
+    def blocked_fold(self, count: Value, identity, element, combine: Block, span, ordered=False) -> list[Value]:
         size, blocks = self.block_size(count)
         totals = [self.buffer(v.type, [blocks], span) for v in identity]
 
@@ -170,7 +170,7 @@ class StructuredExpansion:
             (b,) = points
             start = self.ix("mul", b, size)
             length = self.ix("min", size, self.ix("sub", count, start))
-            values = self.fold(length, identity, lambda t: element(self.ix("add", start, t)), combine, span)
+            values = self.fold(length, identity, lambda t: element(self.ix("add", start, t)), combine, span, ordered)
             for buf, value in zip(totals, values):
                 self.out.append(Op("store", [buf, b, value], attrs={"inbounds": [True]}))
 
@@ -278,3 +278,129 @@ class StructuredExpansion:
             line({}, start, length, incoming)
 
         self.parallel([blocks], rescan_body, grain=1)
+
+    # -- region_fold / region_scan (R2-R9) --------------------------------------------------------------
+    def inline_region(self, region: Block, args: list[Value]) -> list[Value]:
+        """Expand a copy of ``region`` with its arguments bound to ``args``; return its yields."""
+        from intentc.kir.rewrite import replace_uses
+
+        copy = clone_block(region, {})
+        replace_uses(copy, {id(a): v for a, v in zip(copy.args, args)})
+        self.register(copy)
+        ops = self._block(copy)
+        term = ops.pop()
+        self.out.extend(ops)
+        return list(term.operands)
+
+    def segment_views(self, comps: list[Value], start: Value, stop: Value) -> list[Value]:
+        """Axis-0 slices ``c[start:stop, ...]`` of every component (the checks hold by construction)."""
+        views = []
+        for comp in comps:
+            operands = [comp, start, stop]
+            axes = ["range"]
+            for axis in range(1, comp.type.rank):
+                operands += [self.c(0), self.extent(comp, axis)]
+                axes.append("range")
+            # A view is consumed element by element (never emitted), like every tensor expression.
+            view = Op("view", operands, [TensorType(comp.type.dtype, (None,) + comp.type.shape[1:])], {"axes": axes})
+            self.defs[id(view.result)] = view
+            views.append(view.result)
+        return views
+
+    def summaries(self, op: Op, comps, n, size, blocks, identity) -> list[Value]:
+        """Per-block summaries in buffers, computed in parallel (segments from ``n`` only, R8, R9)."""
+        buffers = [self.buffer(v.type, [blocks], op.span) for v in identity]
+
+        def body(points):
+            (b,) = points
+            start = self.ix("mul", b, size)
+            stop = self.ix("min", n, self.ix("add", start, size))
+            values = self.inline_region(op.regions[0], self.segment_views(comps, start, stop))
+            for buf, value in zip(buffers, values):
+                self.out.append(Op("store", [buf, b, value], attrs={"inbounds": [True]}))
+
+        self.parallel([blocks], body, grain=1)
+        return buffers
+
+    def ordered_combine(self, op: Op, buffers, count: Value, identity) -> list[Value]:
+        """combine(...combine(identity, s0)..., s_{count-1}) in block order (R3: never permuted)."""
+        def element(t):
+            return [self.emit("load", [buf, t], [buf.type.dtype], {"inbounds": [True]}).result for buf in buffers]
+        return self.fold(count, identity, element, op.regions[1], op.span)
+
+    def materialize_region_fold(self, op: Op, replace: dict) -> None:
+        n_comp = op.attrs["ncomp"]
+        domain, comps, identity = op.operands[0], op.operands[1:1 + n_comp], op.operands[1 + n_comp:]
+        n = self.emit("dom_len", [domain], [INDEX]).result
+        if self.depth:  # inside a parallel point: one segment, the whole axis
+            results = self.inline_region(op.regions[0], self.segment_views(comps, self.c(0), n))
+        else:
+            size, blocks = self.block_size(n)
+            buffers = self.summaries(op, comps, n, size, blocks, identity)
+            results = self.ordered_combine(op, buffers, blocks, identity)
+        for old, new in zip(op.results, results):
+            replace[id(old)] = new
+
+    def materialize_region_scan(self, op: Op, replace: dict) -> None:
+        n_comp, m = op.attrs["ncomp"], op.attrs["nsummary"]
+        domain = op.operands[0]
+        comps = op.operands[1:1 + n_comp]
+        identity = op.operands[1 + n_comp:1 + n_comp + m]
+        init = op.operands[1 + n_comp + m:]
+        summarize, combine, apply, emit = op.regions
+        n_out = len(op.results) - len(init)
+        n = self.emit("dom_len", [domain], [INDEX]).result
+        if self.depth:
+            outputs = self.inline_region(emit, self.segment_views(comps, self.c(0), n) + list(init))
+            total = self.inline_region(summarize, self.segment_views(comps, self.c(0), n))
+            final = self.inline_region(apply, list(total) + list(init))
+            for old, new in zip(op.results, list(outputs) + list(final)):
+                replace[id(old)] = new
+            return
+        size, blocks = self.block_size(n)
+        sums = self.summaries(op, comps, n, size, blocks, identity)
+        states = [self.buffer(v.type, [blocks], op.span) for v in init]
+        # Ordered: each block's incoming state is apply(prefix summary, init) (R6).
+        b = Value(INDEX, "b")
+        accs = [Value(v.type, f"acc{j}") for j, v in enumerate(identity)]
+
+        def prefix_body():
+            for buf, value in zip(states, self.inline_region(apply, list(accs) + list(init))):
+                self.out.append(Op("store", [buf, b, value], attrs={"inbounds": [True]}))
+            loaded = [self.emit("load", [buf, b], [buf.type.dtype], {"inbounds": [True]}).result for buf in sums]
+            return self.inline_region(combine, list(accs) + loaded)
+
+        region = self._with_block([b] + accs, prefix_body)
+        loop = Op("for", [self.domain(blocks)] + list(identity), [v.type for v in identity], None, [region])
+        self.out.append(loop)
+        final = self.inline_region(apply, list(loop.results) + list(init))
+        out_types = [r.type for r in op.results[:n_out]]
+        outputs = [self.buffer(t.dtype, [n] + [None] * 0, op.span) if t.rank == 1 else None for t in out_types]
+        if any(o is None for o in outputs):
+            raise error("region_scan outputs with more than one axis are not supported yet", op.span, rule="R7")
+
+        def emit_body(points):
+            (blk,) = points
+            start = self.ix("mul", blk, size)
+            stop = self.ix("min", n, self.ix("add", start, size))
+            incoming = [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result
+                        for buf in states]
+            pieces = self.inline_region(emit, self.segment_views(comps, start, stop) + incoming)
+            length = self.ix("sub", stop, start)
+            for piece, out in zip(pieces, outputs):
+                # emit's output has its slice's membership (R7): same length, written at the slice's place.
+                have = self.extent(piece, 0)
+                self.emit("assert_eq", [have, length], attrs={
+                    "what": "region_scan: emit returned %lld members for a slice of %lld (R7)", "rule": "R7"})
+                t = Value(INDEX, "t")
+
+                def copy():
+                    value = self.element(piece, [t], op.span, proven=True)
+                    self.out.append(Op("store", [out, self.ix("add", start, t), value], attrs={"inbounds": [True]}))
+                    return []
+
+                self.out.append(Op("for", [self.domain(length)], [], None, [self._with_block([t], copy)]))
+
+        self.parallel([blocks], emit_body, grain=1)
+        for old, new in zip(op.results, outputs + list(final)):
+            replace[id(old)] = new

@@ -200,13 +200,14 @@ class Structured:
             identity = [self.const(identity_of(combine, dtype), dtype, node.span)]
             return self._reduce([x], identity, combine, axes, keepdims, node.span)[0]
         # I.reduce(x or (x, y), combine=fn, identity=..., axis=..., keepdims=...)
-        kwargs = self._kwargs(node, {"combine", "identity", "axis", "keepdims"})
+        kwargs = self._kwargs(node, {"combine", "identity", "axis", "keepdims", "ordered"})
         if len(args) != 1 or "combine" not in kwargs or "identity" not in kwargs:
             raise error("I.reduce(x, combine=helper, identity=value, axis=..., keepdims=...)", node.span, rule="T1")
         inputs, identity, combine = self._custom(args[0], kwargs, node.span)
         x0 = inputs[0]
         axes = self._axes(kwargs.get("axis"), x0.type.rank, node.span)
-        results = self._reduce(inputs, identity, combine, axes, self._flag(kwargs.get("keepdims"), False), node.span)
+        results = self._reduce(inputs, identity, combine, axes, self._flag(kwargs.get("keepdims"), False), node.span,
+                               ordered=self._flag(kwargs.get("ordered"), False))
         return results[0] if len(results) == 1 else TupleValue(tuple(results))
 
     def convert(self, x: Value, dtype: DType, span) -> Value:
@@ -235,7 +236,10 @@ class Structured:
                     for v, x in zip(ident_items, inputs)]
         return inputs, identity, combine
 
-    def _reduce(self, inputs: list[Value], identity: list[Value], combine, axes, keepdims, span) -> list:
+    def _reduce(self, inputs: list[Value], identity: list[Value], combine, axes, keepdims, span,
+                ordered: bool = False) -> list:
+        """``ordered``: the combine is associative but not commutative; members are combined
+        in row-major order of the reduced axes, regrouped but never permuted."""
         shape = self.shape_of(inputs[0])
         types = [v.type.dtype for v in inputs]
         region = self._combine_region(combine, types, span)
@@ -246,8 +250,10 @@ class Structured:
             result_types = [TensorType(t, static) for t in types]
         else:
             result_types = list(types)
-        op = self.emit("reduce", inputs + identity, result_types,
-                       {"axes": axes, "keepdims": keepdims, "arity": len(inputs)}, [region], span=span)
+        attrs = {"axes": axes, "keepdims": keepdims, "arity": len(inputs)}
+        if ordered:
+            attrs["ordered"] = True
+        op = self.emit("reduce", inputs + identity, result_types, attrs, [region], span=span)
         for result in op.results:
             if isinstance(result.type, TensorType):
                 self.shapes[id(result)] = list(out_shape)

@@ -21,7 +21,9 @@ from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, DomainType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import annotation, dtype_of, result_annotations
+from intentc.sema.contract import BUILTINS as CONTRACT_BUILTINS, structured_builtin
 from intentc.sema.normalize import is_parallel_loop, normalize_function
+from intentc.sema.regions import Regions, check_region_helpers
 from intentc.sema.structured import REDUCTIONS, SCANS, Structured
 from intentc.sema.shapes import Extent, broadcast_extents, broadcast_to, describe, same_extent
 from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
@@ -74,6 +76,7 @@ def build_module(tree: ast.Module, name: str) -> Module:
         raise error("the module defines no @intent.kernel", tree.functions[0].name_span if tree.functions else None,
                     hint="decorate an entry point with @intent.kernel; @intent.fn helpers are not exported")
     _check_recursion(module)
+    check_region_helpers(module)
     return module
 
 
@@ -177,7 +180,7 @@ def _assigned_names(stmts) -> list[str]:
     return found
 
 
-class FunctionBuilder(Structured):
+class FunctionBuilder(Structured, Regions):
     def __init__(self, signatures: dict[str, _Signature], fn: ast.FunctionDef):
         self.signatures = signatures
         self.fn = normalize_function(fn)
@@ -432,6 +435,9 @@ class FunctionBuilder(Structured):
         tensor = self.expr(target.value)
         if not isinstance(tensor, Value) or not isinstance(tensor.type, TensorType):
             raise error("only tensor elements can be assigned", target.value.span)
+        if self.sig.kind == "fn":
+            raise error(f"helper '{self.sig.name}' writes memory: helpers are pure", target.span, rule="R4",
+                        hint="return the value instead; only kernels write into `mut` tensors")
         if id(tensor) not in self.mutable:
             name = self.params.get(id(tensor))
             what = f"parameter '{name}' is read-only" if name else "this tensor is an immutable value"
@@ -1175,8 +1181,10 @@ class FunctionBuilder(Structured):
             operands = [self.as_index(self.expr(v), v.span) if v is not None else self.const(1, INDEX, node.span)
                         for v in values]
             return self.emit("domain", operands, [DOMAIN], span=node.span).result
+        if name in CONTRACT_BUILTINS:  # T3, T6
+            return structured_builtin(self, name, node)
         if kwargs and name not in REDUCTIONS and name not in SCANS and name not in (
-                "argmax", "argmin", "reduce", "scan"):
+                "argmax", "argmin", "reduce", "scan", "region_fold", "region_scan"):
             raise error(f"I.{name} takes no keyword arguments", node.span)
         if name in _UNARY_MATH:
             self.arity(node, 1)
@@ -1253,6 +1261,8 @@ class FunctionBuilder(Structured):
             return self.permute(tensor, self.int_list(args[1], "a permutation"), node.span)
         if name in REDUCTIONS or name in ("argmax", "argmin", "reduce"):
             return self.reduction(name, node)
+        if name in ("region_fold", "region_scan"):
+            return self.region_op(name, node)
         if name in SCANS or name == "scan":
             return self.scan(name, node)
         if name == "indices":

@@ -47,7 +47,15 @@ class _Expander(StructuredExpansion):
     def emit(self, name, operands, types=(), attrs=None, span=None, hint="") -> Op:
         op = Op(name, operands, list(types), attrs, None, span, [hint] * len(types) if hint else None)
         self.out.append(op)
+        for result in op.results:
+            self.defs[id(result)] = op
         return op
+
+    def register(self, block: Block) -> None:
+        """Record the defining ops of a copied region, so its tensor values can be expanded."""
+        for op in block.walk():
+            for result in op.results:
+                self.defs[id(result)] = op
 
     def run(self) -> None:
         func = self.func
@@ -112,6 +120,12 @@ class _Expander(StructuredExpansion):
                 continue
             if op.name == "scan":
                 self.materialize_scan(op, replace)
+                continue
+            if op.name == "region_fold":
+                self.materialize_region_fold(op, replace)
+                continue
+            if op.name == "region_scan":
+                self.materialize_region_scan(op, replace)
                 continue
             if op.results and any(isinstance(r.type, TensorType) for r in op.results) and op.name != "call":
                 continue  # pure tensor-valued op: consumed element by element below

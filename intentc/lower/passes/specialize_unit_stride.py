@@ -37,23 +37,31 @@ def _stmts(stmts) -> tuple:
 def _version(loop: P.Loop) -> P.Stmt:
     tensors = sorted(_tensors(loop), key=lambda t: t.name)
     tensors = [t for t in tensors if t.rank > 0]
+    # Kernel-local buffers are row-major by construction: their innermost stride is 1 already.
+    checked = [t for t in tensors if t.storage != "heap"]
     if not tensors:
         return loop
+    if not checked:
+        return P.map_stmts((loop,), _unit_rewriter({(t.name, t.rank - 1) for t in tensors}))[0]
     cond = None
-    for t in tensors:
+    for t in checked:
         test = P.Compare(BOOL, "eq", P.Field(INDEX, t, "stride", t.rank - 1), P.Const(INDEX, 1))
         cond = test if cond is None else P.Binary(BOOL, "and", cond, test)
     unit = {(t.name, t.rank - 1) for t in tensors}
+    heap_only = {(t.name, t.rank - 1) for t in tensors if t.storage == "heap"}
+    fast = P.map_stmts((loop,), _unit_rewriter(unit))
+    general = P.map_stmts((loop,), _unit_rewriter(heap_only))
+    return P.If(cond, fast, general)
 
+
+def _unit_rewriter(unit: set):
     def to_unit(e):
         if isinstance(e, P.Field) and e.kind == "stride" and (e.tensor.name, e.axis) in unit:
             return P.Const(INDEX, 1)
         if isinstance(e, P.Binary) and e.op == "mul" and isinstance(e.b, P.Const) and e.b.value == 1:
             return e.a
         return e
-
-    fast = P.map_stmts((loop,), to_unit)
-    return P.If(cond, fast, (loop,))
+    return to_unit
 
 
 def _tensors(loop: P.Loop) -> set:
