@@ -55,9 +55,11 @@ class Emulator:
     def __init__(self, gpu_ir: str, max_blocks: int | None = None, max_threads: int | None = None):
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
-        libm = ctypes.util.find_library("m")
-        if libm:
-            llvm.load_library_permanently(libm)
+        # The C library's math, and libgcc's f16 conversions (x86 has no f16 arithmetic).
+        for name in ("m", "gcc_s"):
+            path = ctypes.util.find_library(name)
+            if path:
+                llvm.load_library_permanently(path)
         module = llvm.parse_assembly(host_ir(gpu_ir))
         module.triple = llvm.get_process_triple()
         module.verify()
