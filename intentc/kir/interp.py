@@ -771,6 +771,84 @@ def _op_call(it: Interpreter, op: Op, env: dict):
         env[id(result)] = value
 
 
+def _op_contract(it: Interpreter, op: Op, env: dict):
+    """``contract`` (T3): ``result[out] = sum over the reduction axes of acc(a) * acc(b)``.
+
+    Both operands convert to the accumulator dtype (exactly: it is at least as wide), and
+    the sum starts at 0 and adds one reduction point at a time in k order (row-major over
+    the reduction letters in the first operand's order), rounding each product and each
+    sum to the accumulator (integers wrap). Batch and free axes follow the spec. The
+    compiled code may fuse each multiply-add and regroup the sum, which T3/T7 grant, so
+    float results may differ from this order by rounding; integer results never differ."""
+    from intentc.kir.contract_spec import parse_spec
+    from intentc.kir.types import DTYPES
+
+    spec = parse_spec(op.attrs["spec"])
+    acc = DTYPES[op.attrs["acc"]]
+    nd = numpy_dtype(acc)
+    a, b = (np.asarray(env[id(v)]) for v in op.operands)
+    extent = dict(zip(spec.b, b.shape))
+    extent.update(zip(spec.a, a.shape))
+    reduced = list(spec.reduced)
+
+    def aligned(x: np.ndarray, letters: str) -> np.ndarray:
+        """x with the result's axes (extent 1 where x lacks one), then the reduction axes."""
+        kept = [c for c in spec.out if c in letters]
+        y = np.transpose(x, [letters.index(c) for c in kept + reduced])
+        shape = [extent[c] if c in letters else 1 for c in spec.out] + [extent[c] for c in reduced]
+        return y.reshape(shape).astype(nd)
+
+    xa, xb = aligned(a, spec.a), aligned(b, spec.b)
+    shape = tuple(extent[c] for c in spec.out)
+    total = np.zeros(shape + (1,), nd)  # a trailing unit axis keeps scalars arrays
+    with np.errstate(all="ignore"):
+        for point in np.ndindex(*(extent[c] for c in reduced)):
+            index = (Ellipsis,) + point + (None,)
+            total = np.add(total, np.multiply(xa[index], xb[index], dtype=nd), dtype=nd)
+    total = total[..., 0]
+    env[id(op.result)] = total if spec.out else scalar_of(total[()], acc)
+
+
+def _op_histogram(it: Interpreter, op: Op, env: dict):
+    """``histogram`` (T6): one count (``i64``), or one sum of weights, per bin of ``[0, n)``.
+
+    Float values (``range`` form), in the binning dtype (the values' dtype; f32 for f16):
+    ``v`` counts when ``lo <= v <= hi`` (NaN never does), in bin
+    ``min(floor((v - lo) * s), n - 1)`` with ``s = n / (hi - lo)`` computed once, each
+    operation rounded to the binning dtype; so ``hi`` itself is in the last bin, as in
+    NumPy. Integer values are bin indices: ``v`` counts in bin ``v`` when ``0 <= v < n``
+    (as an index: 64-bit, so u64 values above 2**63 are out of range). Weights (the
+    values' shape) add in row-major element order in their dtype (integers wrap); the
+    compiled code may regroup each bin's sum, which T6 grants like a sum."""
+    ranged, weighted = op.attrs["range"], op.attrs["weighted"]
+    values = np.asarray(env[id(op.operands[0])]).reshape(-1)
+    n = env[id(op.operands[1])]
+    with np.errstate(all="ignore"):
+        if ranged:
+            binning = op.operands[2].type
+            nd = numpy_dtype(binning)
+            lo, hi = (nd.type(env[id(v)]) for v in op.operands[2:4])
+            v = values.astype(nd)
+            scale = np.divide(int_to_float(n, binning), np.subtract(hi, lo, dtype=nd), dtype=nd)
+            valid = (v >= lo) & (v <= hi)
+            t = np.multiply(np.subtract(v[valid], lo, dtype=nd), scale, dtype=nd)
+            t = t.astype(np.float64)  # as the compiled code converts: NaN -> 0, saturating
+            t[np.isnan(t)] = 0.0
+            bins = np.floor(np.minimum(t, n - 1)).astype(np.int64)
+        else:
+            v = values.astype(np.int64)  # as index values: u64 wraps to negative
+            valid = (v >= 0) & (v < n)
+            bins = v[valid]
+    if not weighted:
+        env[id(op.result)] = np.bincount(bins, minlength=n).astype(np.int64)
+        return
+    weights = np.asarray(env[id(op.operands[-1])]).reshape(-1)[valid]
+    total = np.zeros(n, weights.dtype)
+    with np.errstate(all="ignore"):
+        np.add.at(total, bins, weights)  # unbuffered: element by element, in order
+    env[id(op.result)] = total
+
+
 def _op_terminator(it: Interpreter, op: Op, env: dict):
     return [env[id(v)] for v in op.operands]
 
@@ -790,6 +868,8 @@ for _name in ("neg", "not", "abs", "exp", "log", "sqrt"):
     _HANDLERS[_name] = _op_unary
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     _HANDLERS[_name] = _op_dom_query
+_HANDLERS["contract"] = _op_contract
+_HANDLERS["histogram"] = _op_histogram
 
 
 # =====================================================================================

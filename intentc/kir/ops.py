@@ -369,6 +369,82 @@ _register("fold", "structured", PURE, _verify_fold, regions=2)
 _register("buffer", "memory", (Effect("alloc"),), _verify_buffer)
 
 
+# ---- structured: contraction and histogram (T3, T6) ---------------------------------------------
+def _verify_contract(op: Op) -> None:
+    """contract(a, b) {spec, acc}: result[out] = the sum over the reduction axes, in k order,
+    of acc(a[...]) * acc(b[...]), accumulated in ``acc`` (T3; intentc/kir/contract_spec.py)."""
+    from intentc.kir.contract_spec import SpecError, acc_allowed, parse_spec
+    from intentc.kir.types import DTYPES
+
+    _arity(op, 2, 1)
+    try:
+        spec = parse_spec(op.attrs.get("spec"))
+    except SpecError as exc:
+        raise VerifyError(f"'contract': {exc.message}") from None
+    a, b = (v.type for v in op.operands)
+    _need(isinstance(a, TensorType) and isinstance(b, TensorType), op, "operands are tensors")
+    _need(a.rank == len(spec.a) and b.rank == len(spec.b), op, "the spec names one letter per operand axis")
+    _need(a.dtype == b.dtype, op, f"operands share one dtype, got {a.dtype} and {b.dtype}")
+    acc = DTYPES.get(op.attrs.get("acc"))
+    _need(acc is not None and acc_allowed(a.dtype, acc), op, f"acc {op.attrs.get('acc')} for {a.dtype} operands")
+    static: dict[str, int] = {}
+    for letters, shape in ((spec.a, a.shape), (spec.b, b.shape)):
+        for letter, extent in zip(letters, shape):
+            if extent is not None:
+                _need(static.setdefault(letter, extent) == extent, op, f"paired axis '{letter}' has two extents")
+    res = op.result.type
+    if not spec.out:
+        _need(res == acc, op, "a contraction to no axes yields one acc scalar")
+        return
+    _need(isinstance(res, TensorType) and res.dtype == acc and res.rank == len(spec.out), op,
+          "the result is an acc tensor with the spec's result axes")
+    _need(all(e is None or static.get(c, e) == e for c, e in zip(spec.out, res.shape)), op,
+          "result extents follow the operands")
+
+
+def _verify_histogram(op: Op) -> None:
+    """histogram(values, n, [lo, hi], [weights]) {range, weighted}: counts (i64) or summed
+    weights per bin of ``[0, n)`` (T6); see intentc/sema/contract.py for the binning."""
+    ranged, weighted = bool(op.attrs.get("range")), bool(op.attrs.get("weighted"))
+    _need(len(op.operands) == 2 + 2 * ranged + weighted and len(op.results) == 1, op,
+          "operands are values, n, [lo, hi], [weights]")
+    values, n = op.operands[0].type, op.operands[1].type
+    _need(isinstance(values, TensorType), op, "values are a tensor")
+    _need(n == INDEX, op, "the bin count is an index")
+    _need(values.dtype.is_float if ranged else values.dtype.is_int, op,
+          "float values are binned by a range, integer values are bin indices")
+    if ranged:
+        lo, hi = (v.type for v in op.operands[2:4])
+        binning = values.dtype if values.dtype.bits >= 32 else DType("f32", "float", 32)
+        _need(lo == hi == binning, op, f"lo and hi are {binning} scalars (the binning dtype)")
+    res = op.result.type
+    want = op.operands[-1].type.dtype if weighted else INDEX
+    _need(isinstance(res, TensorType) and res.rank == 1 and res.dtype.bits == want.bits
+          and res.dtype.is_int == want.is_int, op, "the result is one count (or weight sum) per bin")
+    if weighted:
+        _need(isinstance(op.operands[-1].type, TensorType) and op.operands[-1].type.shape == values.shape, op,
+              "weights have the values' shape")
+
+
+def _verify_contract_tiles(op: Op) -> None:
+    """contract_tiles(ap, bp, c, batch, mp, np, k) {acc, mr, nr, lanes, mc, nc, kc}: the lowered
+    form of contract: c[b, i, j] = sum over k of ap * bp on packed panels (contract_lowering.py)."""
+    _need(len(op.operands) == 7 and not op.results, op, "three buffers and four index sizes")
+    bufs = [v.type for v in op.operands[:3]]
+    _need(all(isinstance(t, TensorType) and t.rank == 1 for t in bufs), op, "packed buffers are flat")
+    _need(len({t.dtype for t in bufs}) == 1 and bufs[0].dtype.name == op.attrs.get("acc"), op,
+          "buffers hold the accumulator dtype")
+    _need(all(v.type == INDEX for v in op.operands[3:]), op, "sizes are index")
+    mr, nr, lanes = (op.attrs.get(k, 0) for k in ("mr", "nr", "lanes"))
+    _need(mr > 0 and lanes > 0 and nr > 0 and nr % lanes == 0, op, "tile sizes")
+
+
+_register("contract", "structured", PURE, _verify_contract)
+_register("histogram", "structured", PURE, _verify_histogram)
+_register("contract_tiles", "structured", (Effect("read", 0), Effect("read", 1), Effect("write", 2)),
+          _verify_contract_tiles)
+
+
 # ---- control: structured loops and branches ------------------------------------------------
 def _terminator(block, name):
     return block.ops[-1] if block.ops and block.ops[-1].name == name else None
