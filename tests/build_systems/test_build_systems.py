@@ -14,7 +14,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CONSUMER = Path(__file__).resolve().parent / "consumer"
-RUNTIME_HEADER = str((REPO / "runtime_c" / "intent_runtime.h").resolve())
+
+
+def _runtime_header() -> str:
+    """The runtime header of the intentc that the `intentc` wrapper below runs."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    folder = subprocess.run([sys.executable, "-c", "from intentc.resources import runtime_dir; print(runtime_dir())"],
+                            env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return str(Path(folder).resolve() / "intent_runtime.h")
+
+
+RUNTIME_HEADER = _runtime_header()
 
 
 @pytest.fixture

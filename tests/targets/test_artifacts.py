@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,7 +98,10 @@ def test_depfile_is_make_syntax(tmp_path):
     first = text.split(" \\\n")[0]
     assert first == str(out).replace(" ", "\\ ").replace("#", "\\#") + ": " + \
         str(src).replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
-    runtime_header = str((REPO / "runtime_c" / "intent_runtime.h").resolve()).replace(" ", "\\ ")
+    where = "from intentc.resources import runtime_dir; print(runtime_dir())"  # of the intentc the CLI ran
+    folder = subprocess.run([sys.executable, "-c", where], env=intentc_env(), capture_output=True, text=True,
+                            check=True).stdout.strip()
+    runtime_header = str(Path(folder).resolve() / "intent_runtime.h").replace(" ", "\\ ")
     assert f"  {runtime_header} \\\n" in text  # a prerequisite
     assert f"\n{runtime_header}:\n" in text  # and an empty rule: deleting the file does not break Make
 
@@ -114,10 +119,12 @@ def test_depfile_is_make_syntax(tmp_path):
 
 def test_depfile_lists_what_each_artifact_is_built_from(tmp_path):
     from intentc.codegen.depfile import make_escape
+    from intentc.resources import runtime_dir
 
-    runtime = (REPO / "runtime_c").resolve()
+    runtime = runtime_dir().resolve()  # the runtime of the intentc this process imported
     build(SOURCE, tmp_path / "k.h", "host", depfile=tmp_path / "h.d")
-    assert (tmp_path / "h.d").read_text().startswith(f"{tmp_path / 'k.h'}: {SOURCE} \\\n  {runtime / 'intent_runtime.h'}\n")
+    header_deps = f"{tmp_path / 'k.h'}: {SOURCE} \\\n  {runtime / 'intent_runtime.h'}\n"
+    assert (tmp_path / "h.d").read_text().startswith(header_deps)
     build(SOURCE, tmp_path / "k.a", "host", depfile=tmp_path / "deps" / "a.d")
     deps = (tmp_path / "deps" / "a.d").read_text()
     assert all(f"{runtime / name}" in deps for name in ("intent_runtime.h", "thread_pool.c", "error.c"))
