@@ -10,7 +10,9 @@ Numeric rules (one meaning on every target, docs/language.md): integers wrap; ``
 and ``%`` round toward negative infinity and ``x // 0 == 0``, ``x % 0 == x``; shifts by
 an amount outside ``[0, bits)`` give 0 (or the sign for ``>>`` of a negative value);
 float-to-int casts saturate and map NaN to 0; pointwise float arithmetic is plain IEEE
-(no fast-math flags); ``minimum``/``maximum`` propagate NaN.
+(no fast-math flags); ``minimum``/``maximum`` propagate NaN. ``exp``, ``log`` and ``tanh``
+are intentc's own branch-free functions (``mathlib.py``), inlined so that loops calling
+them vectorise; ``sqrt`` is the correctly rounded intrinsic.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import llvmlite
 llvmlite.ir_layer_typed_pointers_enabled = False  # LLVM 15+ has only opaque pointers
 from llvmlite import ir  # noqa: E402
 
+from intentc.codegen import mathlib
 from intentc.codegen.abi import STATUS, dlpack_dtype
 from intentc.kir.types import BOOL, INDEX, DType
 from intentc.lower import program as P
@@ -471,8 +474,10 @@ class FunctionEmitter:
             if not dtype.is_signed:
                 return a
             return b.select(b.icmp_signed("<", a, ir.Constant(a.type, 0)), b.sub(ir.Constant(a.type, 0), a), a)
-        if op in ("exp", "log", "sqrt"):
-            return b.call(self.mod.intrinsic(f"llvm.{op}.{_suffix(a.type)}", a.type, [a.type]), [a])
+        if op in mathlib.OPS and dtype.is_float:  # intentc's own: vectorisable, the same bits on every target
+            return mathlib.call(b, self.mod.module, op, a)
+        if op == "sqrt":  # IEEE, correctly rounded everywhere
+            return b.call(self.mod.intrinsic(f"llvm.sqrt.{_suffix(a.type)}", a.type, [a.type]), [a])
         raise UnsupportedError(f"'{op}' on {dtype}")
 
     def compare(self, pred: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:

@@ -34,10 +34,12 @@ Numeric rules (one meaning on every target; the compiled code implements the sam
       target dtype); float -> float rounds to nearest even; int -> int keeps the low bits
       (sign- or zero-extending by the *source* signedness); anything -> bool is
       ``!= 0`` (so NaN -> True); bool -> number is 0 or 1.
-    - ``exp``, ``log`` and ``sqrt`` use NumPy in the operand dtype; float ``**`` is C's
-      ``pow`` in double precision rounded to the dtype. ``sqrt`` is correctly rounded
-      everywhere; ``exp``/``log``/``**`` may differ from the compiled code's libm by the
-      ULP bound in ``docs/testing.md``.
+    - ``exp``, ``log`` and ``tanh`` are intentc's own functions
+      (``intentc/codegen/mathlib.py``), run here with NumPy one IEEE operation at a
+      time: the same bits as the compiled code on every target. ``sqrt`` uses NumPy and
+      is correctly rounded everywhere; float ``**`` is C's ``pow`` in double precision
+      rounded to the dtype and may differ from the compiled code's libm by the ULP bound
+      in ``docs/testing.md``.
 
 Control
     ``if`` runs one region and yields its values; ``for`` visits a domain's points in
@@ -66,6 +68,7 @@ from pathlib import Path
 
 import numpy as np
 
+from intentc.codegen import mathlib
 from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.extents import evaluate as evaluate_extent
 from intentc.kir.extents import names as extent_names
@@ -299,10 +302,8 @@ def float_unary(op: str, dtype: DType, a):
         return _same_kind(np.negative(a), nd)
     if op == "abs":
         return _same_kind(np.abs(a), nd)
-    if op == "exp":
-        return _same_kind(np.exp(a, dtype=nd), nd)
-    if op == "log":
-        return _same_kind(np.log(a, dtype=nd), nd)
+    if op in ("exp", "log", "tanh"):  # the compiled code's own algorithm, operation by operation
+        return _same_kind(mathlib.evaluate(op, a, nd), nd)
     if op == "sqrt":
         return _same_kind(np.sqrt(a, dtype=nd), nd)
     raise NotImplementedError(f"'{op}' on {dtype}")
@@ -864,7 +865,7 @@ _HANDLERS = {
 }
 for _name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"):
     _HANDLERS[_name] = _op_binary
-for _name in ("neg", "not", "abs", "exp", "log", "sqrt"):
+for _name in ("neg", "not", "abs", "exp", "log", "sqrt", "tanh"):
     _HANDLERS[_name] = _op_unary
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     _HANDLERS[_name] = _op_dom_query

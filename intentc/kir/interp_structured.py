@@ -6,8 +6,9 @@ defined by the most direct evaluation of its contract:
 - ``reduce`` folds each output position's reduced elements in row-major order with its
   combine region, starting from the identity (any other order is equal when the combine
   is associative and commutative, T1);
-- ``scan`` combines left to right along its axis (right to left with ``reverse``) and
-  writes the running value after (inclusive) or before (exclusive) each member (T2);
+- ``scan`` combines left to right along its axis (right to left with ``reverse``),
+  starting from ``init`` when given (else the identity), and writes the running value
+  after (inclusive) or before (exclusive) each member (T2);
 - ``region_fold`` is ``combine(identity, summarize(whole axis))`` and ``region_scan``
   outputs ``emit(whole axis, init)`` with final state ``apply(summarize(whole), init)``:
   one segment, which every lawful segmentation equals (R2, R6, R8).
@@ -84,7 +85,8 @@ def _op_reduce(it, op: Op, env: dict):
 def _op_scan(it, op: Op, env: dict):
     k = op.attrs["arity"]
     arrays = [env[id(v)] for v in op.operands[:k]]
-    ids = [env[id(v)] for v in op.operands[k:]]
+    ids = [env[id(v)] for v in op.operands[2 * k:]] if op.attrs.get("has_init") else \
+        [env[id(v)] for v in op.operands[k:2 * k]]
     dtypes = [v.type.dtype for v in op.operands[:k]]
     axis, exclusive, reverse = op.attrs["axis"], op.attrs["exclusive"], op.attrs["reverse"]
     shape = arrays[0].shape

@@ -303,9 +303,12 @@ def _verify_scan(op: Op) -> None:
     """scan(x0..xk-1, id0..idk-1) {axis, exclusive, reverse} [combine]: prefixes in member
     order with a typed pure associative combine (T2)."""
     k = op.attrs.get("arity", 0)
-    _need(k >= 1 and len(op.operands) == 2 * k and len(op.results) == k, op, "k inputs, k identities, k results")
-    inputs, ids = op.operands[:k], op.operands[k:]
+    extra = k if op.attrs.get("has_init") else 0  # an initial running value (default: the identity)
+    _need(k >= 1 and len(op.operands) == 2 * k + extra and len(op.results) == k, op,
+          "k inputs, k identities, [k initial values,] k results")
+    inputs, ids = op.operands[:k], op.operands[k:2 * k]
     _need(all(isinstance(v.type, TensorType) for v in inputs), op, "inputs are tensors")
+    _need([v.type for v in op.operands[2 * k:]] in ([], [v.type for v in ids]), op, "init has the identity types")
     _need([r.type for r in op.results] == [v.type for v in inputs], op, "results have the input types")
     _need(0 <= op.attrs.get("axis", -1) < inputs[0].type.rank, op, "axis in range")
     _need(len(op.regions) == 1, op, "has a combine region")
@@ -431,7 +434,8 @@ def _verify_contract_tiles(op: Op) -> None:
     form of contract: c[b, i, j] = sum over k of ap * bp on packed panels (contract_lowering.py)."""
     _need(len(op.operands) == 7 and not op.results, op, "three buffers and four index sizes")
     bufs = [v.type for v in op.operands[:3]]
-    _need(all(isinstance(t, TensorType) and t.rank == 1 for t in bufs), op, "packed buffers are flat")
+    _need(all(isinstance(t, TensorType) for t in bufs) and [t.rank for t in bufs] == [1, 1, 3], op,
+          "packed panels are flat, c is [batch, mp, np]")
     _need(len({t.dtype for t in bufs}) == 1 and bufs[0].dtype.name == op.attrs.get("acc"), op,
           "buffers hold the accumulator dtype")
     _need(all(v.type == INDEX for v in op.operands[3:]), op, "sizes are index")
@@ -523,8 +527,14 @@ def opdef(name: str) -> OpDef:
 
 
 def effects(op: Op) -> tuple[Effect, ...]:
-    return opdef(op.name).effects
+    """The op's effects; for memory ops they depend on what is accessed (M2, ops_memory.py)."""
+    from intentc.kir.ops_memory import instance_effects
+
+    return instance_effects(op) or opdef(op.name).effects
 
 
 def is_pure(op: Op) -> bool:
     return effects(op) == PURE and not op.regions
+
+
+from intentc.kir import ops_memory  # noqa: E402,F401  (registers gather, scatter, atomics, philox)

@@ -23,6 +23,8 @@ from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
 MIN_BLOCK = 4096
 MAX_BLOCKS = 1024
+LANES = 4  # independent chains of an ordered scan line (instruction-level parallelism)
+CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 
 
 def _regroupable(combine: Block) -> bool:
@@ -68,6 +70,19 @@ class StructuredExpansion:
         value = self.emit("buffer", list(extents), [TensorType(dtype, static)], {"dtype": str(dtype)}).result
         self.params.add(id(value))
         return value
+
+    def result_buffer(self, result: Value, dtype, extents: list[Value], span) -> Value | None:
+        """Where a structured op's tensor result goes: the kernel's output when it is returned
+        as is, nothing when it is never used, else a new buffer."""
+        destination = getattr(self, "destination", {}).get(id(result))
+        if destination is not None:
+            for axis, extent in enumerate(extents):
+                self.emit("assert_eq", [self.extent(destination, axis), extent], attrs={
+                    "what": "result extent %lld but the operation makes %lld", "rule": "S1"})
+            return destination
+        if id(result) not in getattr(self, "used", {id(result)}):
+            return None
+        return self.buffer(dtype, extents, span)
 
     def _with_block(self, args: list[Value], build) -> Block:
         saved = self.out
@@ -138,7 +153,7 @@ class StructuredExpansion:
             return
         out_extents = [self.c(1) if a in axes else extents[a] for a in range(rank)] if keepdims else \
             [extents[a] for a in kept_axes]
-        buffers = [self.buffer(x.type.dtype, out_extents, op.span) for x in inputs]
+        buffers = [self.result_buffer(r, x.type.dtype, out_extents, op.span) for r, x in zip(op.results, inputs)]
         count = self.product(reduced)  # known before the loop, so scheduling sees each point's work
 
         def body(points):
@@ -149,7 +164,8 @@ class StructuredExpansion:
             else:
                 index = list(points)
             for buf, value in zip(buffers, values):
-                self.out.append(Op("store", [buf] + index + [value], attrs={"inbounds": [True] * len(index)}))
+                if buf is not None:
+                    self.out.append(Op("store", [buf] + index + [value], attrs={"inbounds": [True] * len(index)}))
 
         self.parallel([extents[a] for a in kept_axes], body)
         for old, new in zip(op.results, buffers):
@@ -182,50 +198,101 @@ class StructuredExpansion:
     # -- scan ------------------------------------------------------------------------------------------------
     def materialize_scan(self, op: Op, replace: dict) -> None:
         k = op.attrs["arity"]
-        inputs, identity = op.operands[:k], op.operands[k:]
+        inputs, identity = op.operands[:k], op.operands[k:2 * k]
+        start = op.operands[2 * k:] if op.attrs.get("has_init") else identity
         axis, exclusive, reverse = op.attrs["axis"], op.attrs["exclusive"], op.attrs["reverse"]
         combine = op.regions[0]
         rank = inputs[0].type.rank
         extents = [self.extent(inputs[0], a) for a in range(rank)]
-        buffers = [self.buffer(x.type.dtype, extents, op.span) for x in inputs]
+        buffers = [self.result_buffer(r, x.type.dtype, extents, op.span) for r, x in zip(op.results, inputs)]
         n = extents[axis]
         other = [a for a in range(rank) if a != axis]
 
         def position(t: Value) -> Value:  # the member at logical step t of the scan
             return self.ix("sub", self.ix("sub", n, self.c(1)), t) if reverse else t
 
+        def items_at(outer, step):
+            coords = dict(outer)
+            coords[axis] = position(step)
+            index = [coords[a] for a in range(rank)]
+            return index, [self.element(x, index, op.span, proven=True) for x in inputs]
+
         def line(outer: dict[int, Value], begin: Value, length: Value, start_acc: list[Value]) -> None:
-            """Scan steps [begin, begin + length) of one line, starting from start_acc."""
-            t = Value(INDEX, "t")
-            accs = [Value(v.type, f"acc{j}") for j, v in enumerate(start_acc)]
+            """Scan steps [begin, begin + length) of one line, starting from start_acc.
 
-            def build():
-                step = self.ix("add", begin, t)
-                coords = dict(outer)
-                coords[axis] = position(step)
-                index = [coords[a] for a in range(rank)]
-                items = [self.element(x, index, op.span, proven=True) for x in inputs]
-                combined = self.apply(combine, accs, items)
-                written = accs if exclusive else combined
-                for buf, value in zip(buffers, written):
-                    self.out.append(Op("store", [buf] + index + [value], attrs={"inbounds": [True] * rank}))
-                return combined
+            The line is cut into LANES contiguous chunks scanned in an interleaved loop (independent
+            dependency chains): chunk totals first, their ordered prefix, then each chunk rescanned
+            from its prefix; the remainder continues the last chunk. Operands are combined strictly
+            in member order within each chunk and chunks compose in order: regrouped, never
+            permuted (T2)."""
+            lanes = LANES
+            # A little shorter than length / lanes so the chains' addresses do not alias in the cache.
+            chunk = self.ix("max", self.ix("sub", self.ix("floordiv", length, self.c(lanes)), self.c(CHAIN_SKEW)),
+                            self.c(0))
+            k = len(start_acc)
 
-            region = self._with_block([t] + accs, build)
-            loop = Op("for", [self.domain(length)] + list(start_acc), [v.type for v in start_acc], None, [region])
-            self.out.append(loop)
+            def offsets(t, j):
+                return self.ix("add", begin, self.ix("add", self.ix("mul", self.c(j), chunk), t))
+
+            # Pass A: totals of chunks 0 .. lanes-2, interleaved.
+            ids = list(identity)
+            totals = self.interleaved(chunk, [ids] * (lanes - 1),
+                                      lambda t, j, accs: self.apply(combine, accs, items_at(outer, offsets(t, j))[1]))
+            prefixes = [list(start_acc)]
+            for j in range(lanes - 1):
+                prefixes.append(self.apply(combine, prefixes[-1], totals[j]))
+
+            # Pass B: rescan every chunk from its prefix, writing the outputs.
+            def rescan(step_of):
+                def body(t, j, accs):
+                    index, items = items_at(outer, step_of(t, j))
+                    combined = self.apply(combine, accs, items)
+                    for buf, value in zip(buffers, accs if exclusive else combined):
+                        if buf is not None:
+                            self.out.append(Op("store", [buf] + index + [value], attrs={"inbounds": [True] * rank}))
+                    return combined
+                return body
+
+            finals = self.interleaved(chunk, prefixes, rescan(offsets))
+            tail_start = self.ix("mul", chunk, self.c(lanes))
+            self.interleaved(self.ix("sub", length, tail_start), [finals[-1]],
+                             rescan(lambda t, j: self.ix("add", begin, self.ix("add", tail_start, t))))
+            del k
 
         if rank == 1 and self.depth == 0:
-            self.blocked_scan(n, identity, inputs, line, position, combine, op.span)
+            self.blocked_scan(n, identity, start, inputs, line, position, combine, op.span)
         else:
             def body(points):
-                line(dict(zip(other, points)), self.c(0), n, identity)
+                line(dict(zip(other, points)), self.c(0), n, start)
             if other:
                 self.parallel([extents[a] for a in other], body)
             else:
                 body([])
         for old, new in zip(op.results, buffers):
             replace[id(old)] = new
+
+    def interleaved(self, count: Value, starts: list[list[Value]], step) -> list[list[Value]]:
+        """One ordered loop over t in [0, count) carrying len(starts) independent accumulator
+        tuples; ``step(t, j, accs_j)`` returns chain j's next tuple. Returns the final tuples."""
+        t = Value(INDEX, "t")
+        carried = [[Value(v.type, f"acc{j}_{i}") for i, v in enumerate(start)] for j, start in enumerate(starts)]
+
+        def build():
+            out = []
+            for j, accs in enumerate(carried):
+                out += list(step(t, j, accs))
+            return out
+
+        flat_args = [v for accs in carried for v in accs]
+        region = self._with_block([t] + flat_args, build)
+        flat_start = [v for start in starts for v in start]
+        loop = Op("for", [self.domain(count)] + flat_start, [v.type for v in flat_start], None, [region])
+        self.out.append(loop)
+        results, finals = list(loop.results), []
+        for start in starts:
+            finals.append(results[:len(start)])
+            results = results[len(start):]
+        return finals
 
     def apply(self, combine: Block, accs: list[Value], items: list[Value]) -> list[Value]:
         """Inline a copy of ``combine`` on (accs, items); return its yielded values."""
@@ -239,7 +306,7 @@ class StructuredExpansion:
         self.out.extend(copy.ops)
         return [binding.get(id(v), v) for v in term.operands]
 
-    def blocked_scan(self, n, identity, inputs, line, position, combine, span) -> None:
+    def blocked_scan(self, n, identity, start, inputs, line, position, combine, span) -> None:
         size, blocks = self.block_size(n)
         totals = [self.buffer(v.type, [blocks], span) for v in identity]
         prefix = [self.buffer(v.type, [blocks], span) for v in identity]
@@ -267,7 +334,7 @@ class StructuredExpansion:
             return self.apply(combine, accs, loaded)
 
         region = self._with_block([b] + accs, prefix_body)
-        self.out.append(Op("for", [self.domain(blocks)] + list(identity), [v.type for v in identity], None, [region]))
+        self.out.append(Op("for", [self.domain(blocks)] + list(start), [v.type for v in identity], None, [region]))
 
         def rescan_body(points):
             (blk,) = points
@@ -375,9 +442,9 @@ class StructuredExpansion:
         self.out.append(loop)
         final = self.inline_region(apply, list(loop.results) + list(init))
         out_types = [r.type for r in op.results[:n_out]]
-        outputs = [self.buffer(t.dtype, [n] + [None] * 0, op.span) if t.rank == 1 else None for t in out_types]
-        if any(o is None for o in outputs):
+        if any(t.rank != 1 for t in out_types):
             raise error("region_scan outputs with more than one axis are not supported yet", op.span, rule="R7")
+        outputs = [self.result_buffer(r, r.type.dtype, [n], op.span) for r in op.results[:n_out]]
 
         def emit_body(points):
             (blk,) = points
@@ -388,6 +455,8 @@ class StructuredExpansion:
             pieces = self.inline_region(emit, self.segment_views(comps, start, stop) + incoming)
             length = self.ix("sub", stop, start)
             for piece, out in zip(pieces, outputs):
+                if out is None:
+                    continue
                 # emit's output has its slice's membership (R7): same length, written at the slice's place.
                 have = self.extent(piece, 0)
                 self.emit("assert_eq", [have, length], attrs={

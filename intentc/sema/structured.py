@@ -275,7 +275,7 @@ class Structured:
             inputs = [x]
             identity = [self.const(identity_of(combine, x.type.dtype), x.type.dtype, node.span)]
         else:
-            kwargs = self._kwargs(node, {"combine", "identity", "axis", "exclusive", "reverse"})
+            kwargs = self._kwargs(node, {"combine", "identity", "axis", "exclusive", "reverse", "init"})
             if len(args) != 1 or "combine" not in kwargs or "identity" not in kwargs:
                 raise error("I.scan(x, combine=helper, identity=value, axis=-1, exclusive=False, reverse=False)",
                             node.span, rule="T2")
@@ -284,10 +284,19 @@ class Structured:
         rank = inputs[0].type.rank
         axis = self._axes(axis_node, rank, node.span, single=True)[0] if axis_node is not None else rank - 1
         region = self._combine_region(combine, [v.type.dtype for v in inputs], node.span)
-        op = self.emit("scan", inputs + identity, [v.type for v in inputs],
-                       {"axis": axis, "exclusive": self._flag(kwargs.get("exclusive"), False),
-                        "reverse": self._flag(kwargs.get("reverse"), False), "arity": len(inputs)}, [region],
-                       span=node.span)
+        attrs = {"axis": axis, "exclusive": self._flag(kwargs.get("exclusive"), False),
+                 "reverse": self._flag(kwargs.get("reverse"), False), "arity": len(inputs)}
+        init = []
+        if "init" in kwargs:  # the running value starts from init instead of the identity
+            value = self.expr(kwargs["init"])
+            items = list(value.items) if isinstance(value, TupleValue) else [value]
+            if len(items) != len(inputs):
+                raise error(f"init has {len(items)} item(s) but the scan has {len(inputs)} input(s)",
+                            kwargs["init"].span, rule="T2")
+            init = [self.scalar_of(v, x.type.dtype, kwargs["init"].span, "the initial value")
+                    for v, x in zip(items, inputs)]
+            attrs["has_init"] = True
+        op = self.emit("scan", inputs + identity + init, [v.type for v in inputs], attrs, [region], span=node.span)
         for result in op.results:
             self.shapes[id(result)] = self.shape_of(inputs[0])
         return op.results[0] if len(op.results) == 1 else TupleValue(tuple(op.results))

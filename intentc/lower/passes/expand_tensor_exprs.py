@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from intentc.kir.extents import build as build_extent
 from intentc.lower.structured_expansion import StructuredExpansion
+from intentc.lower.contract_lowering import ContractExpansion
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
@@ -28,7 +29,7 @@ def run(module: Module) -> Module:
     return module
 
 
-class _Expander(StructuredExpansion):
+class _Expander(StructuredExpansion, ContractExpansion):
     def __init__(self, func: Function):
         self.func = func
         self.params = {id(v) for v in func.args if isinstance(v.type, TensorType)}
@@ -56,6 +57,8 @@ class _Expander(StructuredExpansion):
         for op in block.walk():
             for result in op.results:
                 self.defs[id(result)] = op
+            if hasattr(self, "used"):
+                self.used.update(id(v) for v in op.operands)
 
     def run(self) -> None:
         func = self.func
@@ -88,6 +91,15 @@ class _Expander(StructuredExpansion):
                     "what": f"extent {extent}: {param.name}.shape[{axis}] = %lld but the kernel's result "
                             f"needs %lld", "rule": "S1"})
         body.args.extend(new_args)
+        self.params.update(id(a) for a in new_args)
+        # A returned tensor made by a structured op is written straight into its output.
+        self.destination = {}
+        for value, arg in zip(results, new_args):
+            op = self.defs.get(id(value))
+            if op is not None and op.name in ("reduce", "scan", "region_scan") and results.count(value) == 1 \
+                    and value.type.rank == arg.type.rank:
+                self.destination[id(value)] = arg
+        self.used = {id(v) for op in func.walk() for v in op.operands}
         self.func.result_types = []
         body.ops = prologue + self._block(body, self._ret_writer(new_args))
 
@@ -120,6 +132,9 @@ class _Expander(StructuredExpansion):
                 continue
             if op.name == "scan":
                 self.materialize_scan(op, replace)
+                continue
+            if op.name in ("contract", "histogram"):  # T3, T6: contract_lowering.py
+                getattr(self, f"materialize_{op.name}")(op, replace)
                 continue
             if op.name == "region_fold":
                 self.materialize_region_fold(op, replace)
@@ -269,6 +284,8 @@ class _Expander(StructuredExpansion):
         return self.emit("select", [is_one, zero, index], [INDEX]).result
 
     def _write_whole(self, out: Value, value: Value, span) -> None:
+        if value is out:  # already materialised in place
+            return
         rank = out.type.rank
         domains = []
         for axis in range(rank):

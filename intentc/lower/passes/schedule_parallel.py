@@ -31,7 +31,7 @@ def _stmt(s: P.Stmt) -> P.Stmt:
     if isinstance(s, P.Loop):
         body = _stmts(s.body)
         if s.kind == "parallel" and s.grain is None:
-            inner = _inner_points(body)
+            inner = _inner_points(body, loop_var=s.var)
             grain = P.Binary(INDEX, "max", P.Const(INDEX, 1),
                              P.Binary(INDEX, "floordiv", P.Const(INDEX, POINTS_PER_TASK),
                                       P.Binary(INDEX, "max", P.Const(INDEX, 1), inner)))
@@ -44,18 +44,38 @@ def _stmt(s: P.Stmt) -> P.Stmt:
     return s
 
 
-def _inner_points(body, assigned: set | None = None) -> P.Expr:
+def _inner_points(body, assigned: set | None = None, defs: dict | None = None, loop_var=None) -> P.Expr:
     """The product of the counts of the point loops directly nested in a parallel body.
 
     The grain is computed before the loop runs, so a count that reads a variable the body
-    assigns (a nested domain built inside the body) is not known there and is left out."""
+    assigns (a nested domain built inside the body) is not known there and is left out,
+    unless the body assigns that variable once, at its top level, from values known
+    outside without loading anything (an extent copied or offset, as a row view's
+    ``n = sub(C, 0)``): then its definition stands in for it."""
     if assigned is None:
-        assigned = {s.var for s in P.walk_stmts(body) if isinstance(s, (P.Assign, P.Loop))}
+        targets = [s.var for s in P.walk_stmts(body) if isinstance(s, (P.Assign, P.Loop))]
+        assigned = set(targets) | {loop_var}
+        defs = {}
+        for s in body:
+            if isinstance(s, P.Assign) and targets.count(s.var) == 1:
+                value = _known_outside(s.value, assigned, defs)
+                if value is not None:
+                    defs[s.var] = value
     for s in body:
         if isinstance(s, P.Loop):  # point loops, and per-point folds whose count is known outside
-            reads: set = set()
-            P.map_expr(s.count, lambda e: reads.add(e.var) or e if isinstance(e, P.Read) else e)
-            if reads & assigned:
+            count = _known_outside(s.count, assigned, defs)
+            if count is None:
                 break
-            return P.Binary(INDEX, "mul", s.count, _inner_points(s.body, assigned))
+            return P.Binary(INDEX, "mul", count, _inner_points(s.body, assigned, defs))
     return P.Const(INDEX, 1)
+
+
+def _known_outside(e: P.Expr, assigned: set, defs: dict) -> P.Expr | None:
+    """``e`` with ``defs`` substituted, or None when it loads or reads another assigned variable."""
+    reads: set = set()
+    loads: list = []
+    P.map_expr(e, lambda x: (reads.add(x.var) if isinstance(x, P.Read) else
+                             loads.append(x) if isinstance(x, P.Load) else None) or x)
+    if loads or any(v in assigned and v not in defs for v in reads):
+        return None
+    return P.map_expr(e, lambda x: defs[x.var] if isinstance(x, P.Read) and x.var in defs else x)

@@ -23,7 +23,10 @@ import itertools
 from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
+from intentc.lower.contract_lowering import lower_contract_tiles
 
+FOLD_CHAINS = 4  # independent chains of an ordered fold (instruction-level parallelism)
+CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 _CODES = {"S1": "INTENT_E_SHAPE", "S3": "INTENT_E_SHAPE"}
 _PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"}
 
@@ -107,7 +110,8 @@ class _KernelLowering:
             c, a, b = (self.read(v) for v in op.operands)
             return self.assign(op.result, P.Select(op.result.type, c, a, b))
         if name == "cast":
-            return self.assign(op.result, P.Cast(op.result.type, self.read(op.operands[0])))
+            return self.assign(op.result, P.Cast(op.result.type, self.read(op.operands[0]),
+                                                 bool(op.attrs.get("in_range"))))
         if name == "dim":
             return self.assign(op.result, P.Field(INDEX, self.tensors[id(op.operands[0])], "shape", op.attrs["axis"]))
         if name == "domain":
@@ -145,6 +149,8 @@ class _KernelLowering:
             return self.parallel_op(op)
         if name == "fold":
             return self.fold_op(op)
+        if name == "contract_tiles":  # T3: the register-tiled loop nest
+            return lower_contract_tiles(self, op)
         if name == "buffer":
             sym = P.TensorSym(self.fresh(op.result.hint or "buf", INDEX).name, op.result.type.dtype,
                               op.result.type.rank, True, "heap")
@@ -289,27 +295,64 @@ class _KernelLowering:
         return out
 
     def fold_op(self, op: Op) -> list[P.Stmt]:
-        """acc = identity; for t in [0, n): acc = combine(acc, element(t)), in order; the combine's
-        arithmetic is marked ``fast`` when the fold grants regrouping (T1)."""
+        """acc = identity; for t in [0, n): acc = combine(acc, element(t)).
+
+        With ``reassoc`` (a builtin associative, commutative combine, T1) one chain whose
+        arithmetic is marked ``fast`` so LLVM vectorises it. Otherwise (a helper's combine,
+        or an ordered reduction) FOLD_CHAINS contiguous chunks are folded in one interleaved
+        loop — independent dependency chains — and their results combined in chunk order:
+        regrouped, never permuted, every operation exact."""
         element, combine = op.regions
+        k = len(op.results)
         accs = [self.var(r) for r in op.results]
-        out = [P.Assign(a, self.read(v)) for a, v in zip(accs, op.operands[1:])]
-        ordinal = self.fresh("t", INDEX)
-        self.vars[id(element.args[0])] = ordinal
-        body = self.block(element)
-        items = element.ops[-1].operands
-        k = len(accs)
-        for arg, acc in zip(combine.args[:k], accs):
-            self.vars[id(arg)] = acc
-        for arg, item in zip(combine.args[k:], items):
-            self.vars[id(arg)] = self.var(item)
+        count = self.read(op.operands[0])
+        identity = [self.read(v) for v in op.operands[1:]]
+
+        def step(chain: list[P.Var], index: P.Expr) -> list[P.Stmt]:
+            ordinal = self.fresh("t_at", INDEX)
+            self.vars[id(element.args[0])] = ordinal
+            stmts = [P.Assign(ordinal, index)] + self.block(element)
+            for arg, acc in zip(combine.args[:k], chain):
+                self.vars[id(arg)] = acc
+            for arg, item in zip(combine.args[k:], element.ops[-1].operands):
+                self.vars[id(arg)] = self.var(item)
+            return stmts + self.block(combine) + self.yields(combine, chain)
+
         saved, self.fast = self.fast, bool(op.attrs.get("reassoc"))
         try:
-            body += self.block(combine) + self.yields(combine, accs)
+            if op.attrs.get("reassoc"):
+                t = self.fresh("t", INDEX)
+                out = [P.Assign(a, v) for a, v in zip(accs, identity)]
+                out.append(P.Loop(t, count, tuple(step(accs, P.read(t))), "serial"))
+                return out
+            chains = [[self.fresh(f"{a.name}_c{j}", a.dtype) for a in accs] for j in range(FOLD_CHAINS)]
+            out = [P.Assign(a, v) for chain in chains for a, v in zip(chain, identity)]
+            chunk = self.fresh("chunk", INDEX)
+            # Chunks a little shorter than count / FOLD_CHAINS, so that the chains' addresses are not a
+            # multiple of 4 KiB apart (cache-set conflicts); the last chain finishes the remainder.
+            chunk_size = P.Binary(INDEX, "sub", P.Binary(INDEX, "floordiv", count, P.Const(INDEX, FOLD_CHAINS)),
+                                  P.Const(INDEX, CHAIN_SKEW))
+            out.append(P.Assign(chunk, P.Binary(INDEX, "max", chunk_size, P.Const(INDEX, 0))))
+            t = self.fresh("t", INDEX)
+            body = []
+            for j, chain in enumerate(chains):
+                at = P.Binary(INDEX, "add", P.Binary(INDEX, "mul", P.Const(INDEX, j), P.read(chunk)), P.read(t))
+                body += step(chain, at)
+            out.append(P.Loop(t, P.read(chunk), tuple(body), "serial"))
+            tail = self.fresh("t", INDEX)
+            start = P.Binary(INDEX, "mul", P.read(chunk), P.Const(INDEX, FOLD_CHAINS))
+            out.append(P.Loop(tail, P.Binary(INDEX, "sub", count, start),
+                              tuple(step(chains[-1], P.Binary(INDEX, "add", start, P.read(tail)))), "serial"))
+            out += [P.Assign(a, P.read(c)) for a, c in zip(accs, chains[0])]
+            for chain in chains[1:]:
+                for arg, acc in zip(combine.args[:k], accs):
+                    self.vars[id(arg)] = acc
+                for arg, value in zip(combine.args[k:], chain):
+                    self.vars[id(arg)] = value
+                out += self.block(combine) + self.yields(combine, accs)
+            return out
         finally:
             self.fast = saved
-        out.append(P.Loop(ordinal, self.read(op.operands[0]), tuple(body), "serial"))
-        return out
 
     def parallel_op(self, op: Op) -> list[P.Stmt]:
         body = op.regions[0]
