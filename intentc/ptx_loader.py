@@ -223,7 +223,8 @@ def default_backend():
 # ---- modules and kernels -------------------------------------------------------------------------
 class Module:
     def __init__(self, ptx: str, manifest: dict, backend=None):
-        if manifest.get("format") != "intentc-ptx" or manifest.get("manifest_version") not in SUPPORTED_VERSIONS:
+        if manifest.get("format") != "intentc-ptx" or manifest.get("manifest_version") not in SUPPORTED_VERSIONS \
+                or manifest.get("ptx_abi_version") not in SUPPORTED_VERSIONS:
             raise ValueError("not an intentc PTX manifest of a supported version")
         self.manifest = manifest
         self.backend = backend or default_backend()
@@ -320,8 +321,6 @@ class Call:
     """One prepared call: device copies of the arguments, a status buffer, the launches."""
 
     def __init__(self, kernel: Kernel, values: dict):
-        import numpy as np
-
         self.kernel = kernel
         self.values = values
         backend = kernel.module.backend
@@ -342,6 +341,20 @@ class Call:
         self.status = backend.alloc(kernel.module.manifest["status"]["bytes"])
         self.buffers.append(self.status)
         self.env = {}
+        for a in kernel.spec["args"]:  # the sizes of scratch buffers need the extents and scalars
+            if a["role"] in ("shape", "stride"):
+                array = values[a["param"]]
+                self.env[a["name"]] = (array.shape[a["axis"]] if a["role"] == "shape"
+                                       else array.strides[a["axis"]] // array.itemsize)
+            elif a["role"] == "value" and a["type"][0] in "iu":
+                self.env[a["name"]] = _scalar(values[a["param"]], a["type"], kernel.spec, a["param"])
+        scratch = {}
+        for buffer in kernel.spec["scratch"]:
+            nbytes = evaluate(buffer["bytes"], self.env)
+            scratch[buffer["arg"]] = backend.alloc(nbytes)
+            self.buffers.append(scratch[buffer["arg"]])
+            if buffer.get("zero"):
+                backend.zero(scratch[buffer["arg"]], max(1, nbytes))
         self.args = []
         for a in kernel.spec["args"]:
             role, param = a["role"], a.get("param")
@@ -354,12 +367,11 @@ class Call:
                 value = array.shape[a["axis"]] if role == "shape" else array.strides[a["axis"]] // array.itemsize
             elif role == "status":
                 value = self.status
+            elif role == "scratch":
+                value = scratch[a["name"]]
             else:  # phase: set per launch
                 value = None
-            if value is not None and a["type"] != "ptr":
-                self.env[a["name"]] = int(value) if a["type"][0] in "iu" else value
             self.args.append([a["type"], value, role])
-        del np
 
     def launch(self) -> None:
         backend = self.kernel.module.backend

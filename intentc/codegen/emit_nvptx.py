@@ -117,7 +117,7 @@ class GpuKernelEmitter(FunctionEmitter):
         func = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [_arg_ir_type(a.type) for a in plan.args]),
                            kernel.name)
         func.calling_convention = "ptx_kernel"
-        threads = plan.launches[0].block[0]
+        threads = max(launch.block[0] for launch in plan.launches)
         mod.module.add_named_metadata("nvvm.annotations", mod.module.add_metadata(
             [func, ir.MetaDataString(mod.module, "maxntidx"), ir.Constant(I32, threads)]))
         super().__init__(mod, func, kernel)
@@ -149,6 +149,7 @@ class GpuKernelEmitter(FunctionEmitter):
             b.store(value, self.slot(param))
         self.status = args["status"]
         self.phase = args.get("phase")
+        self.scratch = {s.tensor.name: args[s.arg] for s in self.plan.scratch}
         # A launch after a failure does nothing (the first failure is what the host reads).
         with b.if_then(b.icmp_signed("!=", b.load(self.status, typ=I32, align=8), ir.Constant(I32, 0)),
                        likely=False):
@@ -157,13 +158,61 @@ class GpuKernelEmitter(FunctionEmitter):
             gid, _step = self.thread_index()
             with b.if_then(b.icmp_signed("!=", gid, ir.Constant(I64, 0))):
                 b.ret_void()
-        self.stmts(self.kernel.body)
+        for s in self.kernel.body:
+            if b.block.is_terminated:
+                break
+            phase = self.plan.single.get(id(s))
+            if phase is None:
+                self.stmt(s)
+                continue
+            # Ordered code with memory effects: thread 0 of its own launch.
+            gid, _step = self.thread_index()
+            mine = b.and_(b.icmp_signed("==", self.phase, ir.Constant(I32, phase)),
+                          b.icmp_signed("==", gid, ir.Constant(I64, 0)))
+            with b.if_then(mine):
+                self.stmt(s)
         self.finish()
 
     def finish(self) -> None:
         if not self.builder.block.is_terminated:
             self.builder.ret_void()
         self.allocas.branch(self.func.blocks[1])
+
+    def ret(self, code) -> None:
+        """Leave the entry (a failure was reported through the status word already)."""
+        self.builder.ret_void()
+
+    def stmt(self, s: P.Stmt) -> None:
+        if not isinstance(s, _STATEMENTS):
+            raise UnsupportedError(f"the physical statement {type(s).__name__} has no GPU lowering yet")
+        super().stmt(s)
+
+    def expr(self, e: P.Expr) -> ir.Value:
+        if not isinstance(e, _EXPRESSIONS):
+            raise UnsupportedError(f"the physical expression {type(e).__name__} has no GPU lowering yet")
+        return super().expr(e)
+
+    def alloc(self, s: P.Alloc) -> None:
+        """A buffer is scratch memory the host provides (the plan checked it is allocated
+        once, at the top level): only its row-major extents and strides are computed here."""
+        b = self.builder
+        t = s.tensor
+        slot = self.entry_alloca(GLOBAL, f"{t.name}.data")
+        shape = [self.entry_alloca(I64, f"{t.name}.shape{k}") for k in range(t.rank)]
+        strides = [self.entry_alloca(I64, f"{t.name}.stride{k}") for k in range(t.rank)]
+        self.heap[t.name] = (slot, shape, strides)
+        b.store(self.scratch[t.name], slot)
+        extents = [self.expr(e) for e in s.extents]
+        stride = ir.Constant(I64, 1)
+        for k in reversed(range(t.rank)):
+            b.store(extents[k], shape[k])
+            b.store(stride, strides[k])
+            stride = b.mul(stride, extents[k])
+
+    def data_ptr(self, name: str) -> ir.Value:
+        if name in self.heap:
+            return self.builder.load(self.heap[name][0], typ=GLOBAL)
+        return self.data[name]
 
     # -- threads ----------------------------------------------------------------------------------
     def sreg(self, name: str) -> ir.Value:
@@ -287,6 +336,11 @@ class GpuKernelEmitter(FunctionEmitter):
                          b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", c, zero)))
             return b.select(fix, b.fadd(r, c), r)
         return super().binary(op, a, c, dtype)
+
+
+_STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "If", "Loop", "While", "Check", "Alloc") if hasattr(P, n))
+_EXPRESSIONS = tuple(getattr(P, n) for n in ("Const", "Read", "Binary", "Unary", "Compare", "Select", "Cast",
+                                             "Field", "Load", "MulAdd", "Splat") if hasattr(P, n))
 
 
 # ---- module-level entry points --------------------------------------------------------------------

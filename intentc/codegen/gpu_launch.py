@@ -1,40 +1,45 @@
 """How one kernel's physical program maps onto CUDA launches (the GPU execution plan).
 
-The plan is computed from the physical program alone and decides three things that the
-PTX emitter and the manifest must agree on:
+The plan is computed from the physical program alone and decides what the PTX emitter
+and the manifest must agree on:
 
 - the *entry ABI*: the flat ``.entry`` parameter list (``entry_args``);
-- the *mapping*, one of
-  ``grid``   every top-level ``parallel`` loop nest is a *phase*, run by one launch over
-             all of its points (grid-stride, one point per thread and step). Code outside
-             the parallel loops (extent reads, shape/broadcast/domain checks, scalar
-             arithmetic, ``if`` versioning) is uniform: every thread of every launch
-             replays it, so it needs no communication between threads or launches. This
-             is only correct when that code stores nothing and loads nothing the kernel
-             writes, which the planner checks;
-  ``serial`` one thread runs the whole kernel in program order, parallel loops included
-             (P5 lets the compiler serialise). Used when the kernel has no parallel loop,
-             or when ordered top-level code writes memory or a parallel loop sits inside
-             ordered control (``for``/``while``), where phases cannot be formed;
-- the *launch sequence*: per phase, the grid as a formula over the entry arguments in the
-  manifest's expression language (``formula``; docs/ptx-abi.md), and a fixed block.
+- *scratch*: each buffer the program allocates at the kernel's top level (``alloc``, e.g.
+  the partial results of a blocked reduction) becomes a global buffer the host allocates
+  per call, with its size as a formula over the entry arguments;
+- the *phases*, one launch each, classifying the kernel's top-level statements:
+  ``uniform`` code (extent reads, scalar arithmetic, shape/broadcast/domain checks,
+             buffer shapes: it stores nothing and reads no memory the kernel writes) is
+             replayed by every thread of every launch, so it needs no communication;
+  ``grid``   each top-level ``parallel`` loop nest (also inside an ``if`` with a uniform
+             condition, such as the unit-stride versions) is a phase run across the
+             grid: a grid-stride loop over its points, one point per thread and step;
+  ``single`` ordered top-level code with memory effects between the grid phases (the
+             combine step of a reduction, a serial scan of block sums) is a phase run by
+             one thread.
+  Phases communicate only through memory (a launch boundary orders them). When that is
+  not enough — a value computed in one phase is used in another, or a parallel loop sits
+  inside ordered control — the whole kernel runs on one thread: the ``serial`` mapping
+  (P5 lets the compiler serialise).
 
-Within a phase the outermost parallel loop and the ``point`` loops nested directly in it
-(when their counts do not depend on the outer points and only pure assignments precede
-them) are flattened into one index space in row-major order, so consecutive threads get
-consecutive innermost points (coalesced accesses).
+Within a grid phase the outermost parallel loop and the ``point`` loops nested directly in
+it (when their counts do not depend on the outer points and only pure assignments
+precede them) are flattened into one index space in row-major order, so consecutive
+threads get consecutive innermost points (coalesced accesses).
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
 
+from intentc.codegen.emit_llvm import UnsupportedError
 from intentc.kir.types import DType
 from intentc.lower import program as P
 
-BLOCK = 256  # threads per block in grid mapping (also the entry's .maxntid)
+BLOCK = 256  # threads per block in grid phases (also the entry's .maxntid)
 MAX_BLOCKS = 65535  # grid-stride beyond this many blocks
 FALLBACK_BLOCKS = 1024  # grid when the point count has no formula (still correct: grid-stride)
+SCRATCH_ALIGN = 256
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class EntryArg:
 
     name: str  # x, x.data, x.shape0, x.stride1, status, phase
     type: str  # ptr, i8 .. i64, u8 .. u64, f32, f64
-    role: str  # value | data | shape | stride | status | phase
+    role: str  # value | data | shape | stride | status | scratch | phase
     param: str | None = None  # the kernel parameter it comes from
     axis: int | None = None
 
@@ -73,6 +78,14 @@ class Launch:
     grid: tuple  # int or formula string per dimension
     block: tuple[int, int, int]
     phase: int | None = None
+    kind: str = "grid"  # grid | single
+
+
+@dataclass(frozen=True)
+class Scratch:
+    tensor: P.TensorSym
+    arg: str  # the entry argument carrying its address
+    bytes: object  # int or formula
 
 
 @dataclass
@@ -83,6 +96,8 @@ class Plan:
     nests: dict  # id(parallel P.Loop) -> GridNest
     launches: list
     args: list
+    scratch: list  # Scratch, in order of allocation
+    single: dict  # id(top-level statement) -> phase, for the one-thread statements
 
     def nest(self, loop: P.Loop) -> GridNest | None:
         return self.nests.get(id(loop))
@@ -103,10 +118,10 @@ def scalar_arg_type(dtype: DType) -> str:
     return dtype.name  # f32, f64
 
 
-def entry_args(kernel: P.Kernel, phased: bool) -> list[EntryArg]:
+def entry_args(kernel: P.Kernel, scratch: list, phased: bool) -> list[EntryArg]:
     """The flat ``.entry`` parameter list: per tensor its data pointer, extents and strides
-    (i64, in elements); scalars by value; then the status pointer and, for kernels with
-    more than one phase, the phase number."""
+    (i64, in elements); scalars by value; the status pointer; a pointer per scratch buffer;
+    for kernels with more than one phase, the phase number."""
     args = []
     for p in kernel.params:
         if isinstance(p, P.TensorSym):
@@ -116,6 +131,7 @@ def entry_args(kernel: P.Kernel, phased: bool) -> list[EntryArg]:
         else:
             args.append(EntryArg(p.name, scalar_arg_type(p.dtype), "value", p.name))
     args.append(EntryArg("status", "ptr", "status"))
+    args += [EntryArg(s.arg, "ptr", "scratch") for s in scratch]
     if phased:
         args.append(EntryArg("phase", "i32", "phase"))
     return args
@@ -123,31 +139,47 @@ def entry_args(kernel: P.Kernel, phased: bool) -> list[EntryArg]:
 
 # ---- planning ------------------------------------------------------------------------------------
 def plan_kernel(kernel: P.Kernel) -> Plan:
-    serial_reason = _serial_reason(kernel)
-    if serial_reason:
-        launch = Launch((1, 1, 1), (1, 1, 1))
-        return Plan("serial", serial_reason, 1, {}, [launch], entry_args(kernel, False))
-    nests: dict = {}
-    phases = _assign_phases(kernel.body, 0, nests)
     defs = _top_level_defs(kernel)
     scalars = {p.name for p in kernel.params if isinstance(p, P.Var) and p.dtype.kind in ("int", "index")}
+    scratch = _scratch(kernel, defs, scalars)
+    kinds, reason = _classify(kernel)
+    if reason:
+        launch = Launch((1, 1, 1), (1, 1, 1), None, "single")
+        return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {})
+    nests: dict = {}
+    single: dict = {}
+    phases: list[str] = []  # the kind of each phase
+    for s, kind in zip(kernel.body, kinds):
+        if kind == "grid":
+            _assign_phases((s,), len(phases), nests)
+            phases.append("grid")
+        elif kind == "single":
+            if not phases or phases[-1] != "single":
+                phases.append("single")
+            single[id(s)] = len(phases) - 1
     launches = []
-    for phase in range(phases):
+    for phase, kind in enumerate(phases):
+        number = phase if len(phases) > 1 else None
+        if kind == "single":
+            launches.append(Launch((1, 1, 1), (1, 1, 1), number, "single"))
+            continue
         totals = []
         for nest in nests.values():
-            if nest.phase != phase:
-                continue
-            total = None
-            for level in nest.levels:
-                count = formula(level.loop.count, defs, scalars)
-                total = None if count is None else count if total is None else (
-                    None if total is None else f"mul({total}, {count})")
-                if count is None:
-                    break
-            totals.append(total)
-        grid = grid_formula(totals)
-        launches.append(Launch((grid, 1, 1), (BLOCK, 1, 1), phase if phases > 1 else None))
-    return Plan("grid", "", phases, nests, launches, entry_args(kernel, phases > 1))
+            if nest.phase == phase:
+                totals.append(_points(nest, defs, scalars))
+        launches.append(Launch((grid_formula(totals), 1, 1), (BLOCK, 1, 1), number))
+    return Plan("grid", "", len(phases), nests, launches, entry_args(kernel, scratch, len(phases) > 1), scratch,
+                single)
+
+
+def _points(nest, defs, scalars):
+    total = None
+    for level in nest.levels:
+        count = formula(level.loop.count, defs, scalars)
+        if count is None:
+            return None
+        total = count if total is None else f"mul({total}, {count})"
+    return total
 
 
 def grid_formula(totals: list) -> object:
@@ -161,37 +193,102 @@ def grid_formula(totals: list) -> object:
     return f"min(max(ceil_div({total}, {BLOCK}), 1), {MAX_BLOCKS})"
 
 
+def _scratch(kernel: P.Kernel, defs: dict, scalars: set) -> list:
+    """The kernel's buffers: each must be allocated once, at the top level, with a size the
+    host can compute from the arguments before the launches."""
+    top = {id(s) for s in kernel.body if isinstance(s, P.Alloc)}
+    out, seen = [], set()
+    for s in P.walk_stmts(kernel.body):
+        if not isinstance(s, P.Alloc):
+            continue
+        name = s.tensor.name
+        if id(s) not in top or name in seen:
+            raise UnsupportedError(f"kernel '{kernel.name}' allocates the buffer '{name}' inside a loop or a "
+                                   f"branch; on this target buffers are allocated once per call, before the "
+                                   f"launches")
+        seen.add(name)
+        size = str(s.tensor.dtype.itemsize)
+        for extent in s.extents:
+            value = formula(extent, defs, scalars)
+            if value is None:
+                raise UnsupportedError(f"kernel '{kernel.name}': the size of the buffer '{name}' is not a "
+                                       f"function of the kernel's integer arguments, so the host cannot "
+                                       f"allocate it before the launches")
+            size = f"mul({size}, max({value}, 0))"
+        out.append(Scratch(s.tensor, f"{name}.data", size))
+    return out
+
+
 def _parallel_loops(stmts):
     return [s for s in P.walk_stmts(stmts) if isinstance(s, P.Loop) and s.kind == "parallel"]
 
 
-def _serial_reason(kernel: P.Kernel) -> str:
+def _classify(kernel: P.Kernel) -> tuple[list, str]:
+    """The kind of each top-level statement (uniform, grid or single), or why the kernel
+    must run on one thread."""
     body = kernel.body
     if not _parallel_loops(body):
-        return "the kernel has no parallel loop"
-    outside = list(_outside(body))
-    for s in outside:
-        if isinstance(s, (P.Loop, P.While)) and _parallel_loops(s.body if isinstance(s, P.Loop)
-                                                                else s.cond_body + s.body):
-            return "a parallel loop is nested in ordered control"
-        if isinstance(s, P.Store):
-            return f"ordered code outside the parallel loops writes '{s.tensor.name}'"
+        return [], "the kernel has no parallel loop"
     written = {s.tensor.name for s in P.walk_stmts(body) if isinstance(s, P.Store)}
-    for name in sorted(_loaded(outside) & written):
-        return f"ordered code outside the parallel loops reads '{name}', which the kernel writes"
-    # Values computed inside one parallel loop exist only in its launch.
-    inside_writes: dict = {}
-    for loop in _parallel_loops(body):
-        for s in P.walk_stmts((loop,)):
-            if isinstance(s, (P.Assign, P.Loop)):
-                inside_writes.setdefault(s.var, set()).add(id(loop))
-    for var in sorted(_reads(outside) & set(inside_writes), key=lambda v: v.name):
-        return f"'{var.name}' is computed inside a parallel loop and used after it"
-    for loop in _parallel_loops(body):
-        for var in _reads_in((loop,)):
-            if var in inside_writes and id(loop) not in inside_writes[var]:
-                return f"'{var.name}' is computed inside one parallel loop and used in another"
-    return ""
+    kinds = []
+    single_vars: set = set()
+    for s in body:
+        if _parallel_loops((s,)):
+            if not _is_grid(s, written, single_vars):
+                return [], "a parallel loop is nested in ordered control"
+            kinds.append("grid")
+            continue
+        inner = list(P.walk_stmts((s,)))
+        if any(isinstance(x, P.Store) for x in inner) or _loaded(inner) & written or _reads(inner) & single_vars:
+            single_vars |= {x.var for x in inner if isinstance(x, (P.Assign, P.Loop))}
+            kinds.append("single")
+        else:
+            kinds.append("uniform")
+    # The launch each statement runs in: grid statements their own, consecutive single
+    # statements (with only uniform code between them) one together, uniform code all.
+    units, group = [], 0
+    for i, kind in enumerate(kinds):
+        if kind == "grid":
+            units.append(("grid", i))
+            group += 1
+        elif kind == "single":
+            units.append(("single", group))
+        else:
+            units.append(None)
+    # Registers do not survive a launch: a value computed by grid or single code may only
+    # be used in the same launch.
+    owners: dict = {}
+    for s, unit in zip(body, units):
+        if unit is not None:
+            for x in P.walk_stmts((s,)):
+                if isinstance(x, (P.Assign, P.Loop)):
+                    owners.setdefault(x.var, set()).add(unit)
+    for s, unit in zip(body, units):
+        for var in _reads(list(P.walk_stmts((s,)))):
+            if var in owners and owners[var] != {unit}:
+                return [], f"'{var.name}' is computed in one launch and used in another"
+    return kinds, ""
+
+
+def _is_grid(s: P.Stmt, written: set, single_vars: set) -> bool:
+    """A parallel loop, or an ``if`` on a uniform condition whose branches hold only grid
+    statements and uniform code."""
+    if isinstance(s, P.Loop) and s.kind == "parallel":
+        return True
+    if not isinstance(s, P.If):
+        return False
+    nodes = _nodes(s.cond)
+    if any(isinstance(n, P.Load) and n.tensor.name in written for n in nodes) or _reads_expr(s.cond) & single_vars:
+        return False
+    for t in s.then + s.orelse:
+        if _parallel_loops((t,)):
+            if not _is_grid(t, written, single_vars):
+                return False
+        else:
+            inner = list(P.walk_stmts((t,)))
+            if any(isinstance(x, (P.Store, P.Alloc)) for x in inner) or _loaded(inner) & written:
+                return False
+    return True
 
 
 def _outside(stmts):

@@ -11,6 +11,7 @@ import json
 import re
 
 from intentc.codegen.abi import STATUS
+from intentc.codegen.gpu_launch import SCRATCH_ALIGN
 
 MANIFEST_FORMAT = "intentc-ptx"
 MANIFEST_VERSION = 1
@@ -29,7 +30,8 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
     for kernel, plan, checks in kernels:
         launches = []
         for launch in plan.launches:
-            entry = {"grid": list(launch.grid), "block": list(launch.block), "shared_bytes": 0}
+            entry = {"grid": list(launch.grid), "block": list(launch.block), "shared_bytes": 0,
+                     "kind": launch.kind}
             if launch.phase is not None:
                 entry["phase"] = launch.phase
             launches.append(entry)
@@ -41,7 +43,8 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
             "mapping": plan.mapping,
             **({"serial_reason": plan.reason} if plan.reason else {}),
             "launches": launches,
-            "scratch": [],
+            "scratch": [{"arg": x.arg, "bytes": x.bytes, "align": SCRATCH_ALIGN, "zero": False}
+                        for x in plan.scratch],
             "checks": [dict(c, id=k) for k, c in enumerate(checks)],
         })
     return {

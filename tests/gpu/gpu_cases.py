@@ -49,6 +49,13 @@ def first_and_shift(x: f32[N], out: mut f32[N], first: mut f32[1]):
         out[i] = x[i] + 1.0
 
 @intent.kernel
+def bump_then_scale(x: mut f32[N], out: mut f32[N]):
+    x[0] = x[0] + 1.0
+    f = x[0]
+    for i in I.parallel(x.axis(0)):
+        out[i] = x[i] * f
+
+@intent.kernel
 def halve_k_times(x: mut f32[N], k: index):
     for t in I.domain(0, k):
         for i in I.parallel(x.axis(0)):
@@ -68,6 +75,32 @@ def strided_fill(n: index, step: index, out: mut i64[M]):
 def outer(a: f32[R], b: f32[C], out: mut f32[R, C, 2]):
     for r, c, k in I.parallel(a.axis(0), b.axis(0), out.axis(2)):
         out[r, c, k] = a[r] * b[c] + I.cast(k, f32)
+'''
+
+# Structured operations: blocked reductions and scans use kernel-scope buffers (scratch
+# memory the host allocates) and one-thread phases between the grid phases.
+STRUCTURED_SOURCE = '''\
+import intent as I
+
+@intent.kernel
+def total(x: f32[N], out: mut f32[1]):
+    out[0] = I.sum(x)
+
+@intent.kernel
+def row_sums(x: f32[R, C]) -> f32[R]:
+    return I.sum(x, axis=1)
+
+@intent.kernel
+def prefix(x: f32[N]) -> f32[N]:
+    return I.cumsum(x)
+
+@intent.kernel
+def softmax_rows(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        s = I.sum(I.exp(x[r, :] - m))
+        for c in I.parallel(x.axis(1)):
+            out[r, c] = I.exp(x[r, c] - m) / s
 '''
 
 # Every element-wise rule, one kernel per operation so a mismatch names it.
@@ -160,6 +193,12 @@ def check_mapping(m) -> str:
     m.first_and_shift(x, out, first)
     assert first[0] == x[0]
     np.testing.assert_array_equal(out, x + np.float32(1))
+    y, out = x.copy(), np.zeros(100, np.float32)
+    m.bump_then_scale(y, out)
+    bumped = x.copy()
+    bumped[0] += np.float32(1)
+    np.testing.assert_array_equal(y, bumped)
+    np.testing.assert_array_equal(out, bumped * bumped[0])
     # D5: an index out of range is reported, never clamped; the host arrays stay as they were.
     out = np.full(100, -1, np.float32)
     message = _refused(lambda: m.shifted(x, 1, out), -6, out)
@@ -328,3 +367,33 @@ def check_math(m, ulps: dict | None = None) -> str:
     _same(m.select_f32(c, x, y), np.where(c, x, y), "select_f32")
     _same(m.less_f32(x, y), x < y, "less_f32")
     return f"PASS math: {count + 2} kernels against NumPy"
+
+
+def _close(got, want, what: str, rtol: float, atol: float) -> None:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    bad = np.abs(got - want) > atol + rtol * np.abs(want)
+    assert not bad.any(), f"{what}: {int(bad.sum())} elements off, first at {np.argmax(bad.ravel())}"
+
+
+def check_structured(m) -> str:
+    """Reductions regroup (T1), so results are compared with float64 NumPy within the
+    rounding a float32 sum of that length may accumulate."""
+    rng = np.random.default_rng(23)
+    for n in (0, 1, 1000, 5000, 70000):
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        out = np.zeros(1, np.float32)
+        m.total(x, out)
+        _close(out[0], x.astype(np.float64).sum(), f"total N={n}", 0, 1e-6 * n + 1e-6)
+        _close(m.prefix(x), np.cumsum(x.astype(np.float64)), f"prefix N={n}", 0, 1e-6 * n + 1e-6)
+    for r, c in ((0, 3), (3, 0), (1, 1), (37, 100), (5, 3000)):
+        x = rng.uniform(-1, 1, (r, c)).astype(np.float32)
+        _close(m.row_sums(x), x.astype(np.float64).sum(axis=1), f"row_sums {r}x{c}", 0, 1e-6 * c + 1e-6)
+        out = np.zeros((r, c), np.float32)
+        m.softmax_rows(x, out)
+        if r and c:
+            e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+            _close(out, e / e.sum(axis=1, keepdims=True), f"softmax_rows {r}x{c}", 1e-5, 1e-7)
+    x = rng.uniform(-1, 1, (7, 9)).astype(np.float32)
+    _refused(lambda: m.softmax_rows(x, np.zeros((7, 8), np.float32)), -4)
+    return "PASS structured: sum, row sums, cumsum, row softmax"

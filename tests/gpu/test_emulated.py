@@ -51,6 +51,24 @@ def test_math():
     assert gpu_cases.check_math(gpu_cases.Adapter(module)).startswith("PASS")
 
 
+@pytest.mark.skipif(emit_nvptx.find_libdevice() is None, reason="no CUDA libdevice: exp does not build")
+def test_structured_same_bits_for_every_grid():
+    import numpy as np
+
+    runs = [_module(gpu_cases.STRUCTURED_SOURCE, "structured.intent", GRIDS.get(g, (None, None)))[0]
+            for g in ("manifest", "3x32", "1x1")]
+    assert gpu_cases.check_structured(gpu_cases.Adapter(runs[1])).startswith("PASS")
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, 50_000).astype(np.float32)
+    rows = rng.uniform(-1, 1, (40, 333)).astype(np.float32)
+    results = []
+    for module in runs:
+        total = np.zeros(1, np.float32)
+        module.total(x, total)
+        results.append((total.tobytes(), module.prefix(x).tobytes(), module.row_sums(rows).tobytes()))
+    assert results[0] == results[1] == results[2]
+
+
 def test_grid_follows_the_manifest():
     path = gpu_cases.REPO / "samples" / "saxpy.intent"
     module, emulator = _module(path.read_text(), str(path), (None, None))

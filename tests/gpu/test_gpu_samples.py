@@ -72,3 +72,9 @@ def test_mapping(tmp_path, backend, target):
 def test_math(tmp_path, backend, target):
     module = _load(tmp_path, backend, target, "math", gpu_cases.MATH_SOURCE)
     assert gpu_cases.check_math(module).startswith("PASS")
+
+
+@pytest.mark.skipif(emit_nvptx.find_libdevice() is None, reason="no CUDA libdevice: exp does not build")
+def test_structured(tmp_path, backend, target):
+    module = _load(tmp_path, backend, target, "structured", gpu_cases.STRUCTURED_SOURCE)
+    assert gpu_cases.check_structured(module).startswith("PASS")

@@ -34,7 +34,8 @@ from intentc.diagnostics import CompileError  # noqa: E402
 from intentc.driver import build, compile_source  # noqa: E402
 
 SAMPLES = gpu_cases.SAMPLES
-CASES = {"mapping": gpu_cases.MAPPING_SOURCE, "math": gpu_cases.MATH_SOURCE}
+CASES = {"mapping": gpu_cases.MAPPING_SOURCE, "math": gpu_cases.MATH_SOURCE,
+         "structured": gpu_cases.STRUCTURED_SOURCE}
 
 
 def _find_ptxas() -> str | None:
@@ -109,7 +110,7 @@ def test_other_sms_assemble(ptx, target):
 @needs_ptxas
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("case", [
-    "mapping", pytest.param("math", marks=needs_libdevice)])
+    "mapping", pytest.param("math", marks=needs_libdevice), pytest.param("structured", marks=needs_libdevice)])
 def test_case_kernels_assemble(ptx, case, target):
     path, manifest = ptx(case, target)
     text = path.read_text()
@@ -180,7 +181,7 @@ def _kernel_names(source: str) -> list[str]:
     return re.findall(r"@intent\.kernel\s*\ndef (\w+)", source)
 
 
-def _expected_args(params, phased: bool):
+def _expected_args(params, scratch, phased: bool):
     names = []
     for p in params:
         if p["kind"] == "tensor":
@@ -189,13 +190,13 @@ def _expected_args(params, phased: bool):
             names += [f"{p['name']}.stride{k}" for k in range(p["rank"])]
         else:
             names.append(p["name"])
-    return names + ["status"] + (["phase"] if phased else [])
+    return names + ["status"] + [b["arg"] for b in scratch] + (["phase"] if phased else [])
 
 
 _SCALAR_ARG = {"bool": "u8", "index": "i64", "f16": "u16", "bf16": "u16"}
 
 
-@pytest.mark.parametrize("name", SAMPLES + ["mapping"])
+@pytest.mark.parametrize("name", SAMPLES + ["mapping", pytest.param("structured", marks=needs_libdevice)])
 def test_manifest_describes_the_ptx(ptx, name):
     path, manifest = ptx(name, "sm_80")
     text = path.read_text()
@@ -214,7 +215,7 @@ def test_manifest_describes_the_ptx(ptx, name):
     for k in manifest["kernels"]:
         params, maxntid = entries[k["entry"]]
         phased = any("phase" in launch for launch in k["launches"])
-        assert [a["name"] for a in k["args"]] == _expected_args(k["params"], phased)
+        assert [a["name"] for a in k["args"]] == _expected_args(k["params"], k["scratch"], phased)
         ptx_types = []
         for a in k["args"]:
             assert a["bytes"] == (8 if a["type"] == "ptr" else int(a["type"][1:]) // 8)
@@ -229,15 +230,22 @@ def test_manifest_describes_the_ptx(ptx, name):
             assert len(launch["grid"]) == 3 and len(launch["block"]) == 3 and launch["shared_bytes"] == 0
             assert all(isinstance(b, int) for b in launch["block"])
             assert launch["block"][0] * launch["block"][1] * launch["block"][2] <= maxntid
-        assert k["scratch"] == []
+        for buffer in k["scratch"]:
+            assert buffer["align"] == 256 and buffer["zero"] is False
+            assert next(a for a in k["args"] if a["name"] == buffer["arg"])["role"] == "scratch"
         assert k["mapping"] in ("grid", "serial")
+        kinds = [launch["kind"] for launch in k["launches"]]
+        assert set(kinds) <= {"grid", "single"}
+        for launch in k["launches"]:
+            if launch["kind"] == "single":
+                assert launch["grid"] == [1, 1, 1] and launch["block"] == [1, 1, 1]
         for i, check in enumerate(k["checks"]):
             assert check["id"] == i and status["codes"][check["status"]] == check["code"] < 0
             assert check["message"].count("%lld") == check["nargs"] <= 4
             assert check["message"].startswith(f"{k['name']}: ")
         names = {a["name"] for a in k["args"]}
         for launch in k["launches"]:
-            for g in launch["grid"]:
+            for g in launch["grid"] + [b["bytes"] for b in k["scratch"]]:
                 if isinstance(g, str):
                     used = set(re.findall(r"[A-Za-z_][\w.]*", g))
                     assert used <= names | set(manifest["formula_functions"]), f"{g!r} uses {used - names}"
@@ -281,11 +289,14 @@ def test_mappings_and_phases(ptx):
     assert two["mapping"] == "grid" and [launch["phase"] for launch in two["launches"]] == [0, 1]
     assert [a["name"] for a in two["args"]][-2:] == ["status", "phase"]
     assert two["args"][-1]["type"] == "i32" and two["args"][-1]["role"] == "phase"
-    for name, reason in (("running_sum", "no parallel loop"), ("first_and_shift", "writes 'first'"),
-                         ("halve_k_times", "nested in ordered control")):
+    first = kernels["first_and_shift"]
+    assert first["mapping"] == "grid" and [launch["kind"] for launch in first["launches"]] == ["single", "grid"]
+    assert first["launches"][0]["grid"] == [1, 1, 1] and first["launches"][0]["phase"] == 0
+    for name, reason in (("running_sum", "no parallel loop"), ("halve_k_times", "nested in ordered control"),
+                         ("bump_then_scale", "'f' is computed in one launch and used in another")):
         k = kernels[name]
         assert k["mapping"] == "serial" and reason in k["serial_reason"]
-        assert k["launches"] == [{"grid": [1, 1, 1], "block": [1, 1, 1], "shared_bytes": 0}]
+        assert k["launches"] == [{"grid": [1, 1, 1], "block": [1, 1, 1], "shared_bytes": 0, "kind": "single"}]
     (fill,) = kernels["strided_fill"]["launches"]
     assert "select(" in fill["grid"][0]
     for n, step, points in ((10, 3, 4), (0, 2, 0), (-4, 2, 0), (1000, 1, 1000), (512, 2, 256), (513, 2, 257)):
@@ -293,6 +304,30 @@ def test_mappings_and_phases(ptx):
     (outer,) = kernels["outer"]["launches"]
     env = {"a.shape0": 300, "b.shape0": 300, "out.shape0": 300, "out.shape1": 300, "out.shape2": 2}
     assert evaluate(outer["grid"][0], env) == -(-300 * 300 * 2 // 256)
+
+
+@needs_libdevice
+def test_reductions_use_scratch_and_single_phases(ptx):
+    _, manifest = ptx("structured", "sm_80")
+    kernels = {k["name"]: k for k in manifest["kernels"]}
+    total = kernels["total"]
+    assert [launch["kind"] for launch in total["launches"]] == ["grid", "single"]
+    assert [launch["phase"] for launch in total["launches"]] == [0, 1]
+    (buffer,) = total["scratch"]
+    for n in (0, 1, 10 ** 6, 10 ** 9):
+        chunk = max(-(-n // 1024), 4096)
+        assert evaluate(buffer["bytes"], {"x.shape0": n, "x.stride0": 1, "out.shape0": 1}) == 4 * (-(-n // chunk))
+    prefix = kernels["prefix"]
+    assert [launch["kind"] for launch in prefix["launches"]][:3] == ["grid", "single", "grid"]
+    assert kernels["softmax_rows"]["scratch"] == [] and len(kernels["softmax_rows"]["launches"]) == 1
+
+
+def test_buffer_per_point_is_t7(tmp_path):
+    source = ("import intent as I\n\n@intent.kernel\ndef k(x: f32[R, C], out: mut f32[R, C]):\n"
+              "    for r in I.parallel(x.axis(0)):\n        c = I.cumsum(x[r, :])\n"
+              "        for j in I.parallel(x.axis(1)):\n            out[r, j] = c[j]\n")
+    text = _diagnostic(source, tmp_path)
+    assert "error[T7]: not supported on target sm_90" in text and "allocates the buffer" in text
 
 
 def test_reference_evaluators_agree():
