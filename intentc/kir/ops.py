@@ -60,8 +60,8 @@ def _arity(op: Op, operands: int, results: int) -> None:
 
 # ---- core: constants, arithmetic, comparisons, casts ------------------------------
 BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr")
-UNARY_OPS = ("neg", "not", "abs", "exp", "log", "sqrt")
-FLOAT_ONLY = {"div", "exp", "log", "sqrt"}
+UNARY_OPS = ("neg", "not", "abs", "exp", "log", "tanh", "sqrt")
+FLOAT_ONLY = {"div", "exp", "log", "tanh", "sqrt"}
 INT_OR_BOOL_ONLY = {"and", "or", "xor", "not"}
 INT_ONLY = {"shl", "shr"}
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")

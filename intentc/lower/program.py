@@ -61,7 +61,7 @@ class Binary(Expr):
 
 @dataclass(frozen=True)
 class Unary(Expr):
-    op: str  # neg not abs exp log sqrt
+    op: str  # neg not abs exp log tanh sqrt
     a: Expr
 
 

@@ -31,7 +31,7 @@ from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, Tu
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
            "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr"}
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
-_UNARY_MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "abs": "abs"}
+_UNARY_MATH = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "abs": "abs"}
 _BINARY_MATH = {"minimum": "min", "maximum": "max"}
 # Every other name builtin() accepts (listed in the hint of "unknown builtin").
 _OTHER_BUILTINS = ("argmax", "argmin", "cast", "domain", "indices", "join", "parallel", "permute", "reduce",

@@ -20,7 +20,7 @@ from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
 _ELEMENTWISE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl",
-                "shr", "neg", "not", "abs", "exp", "log", "sqrt", "cmp", "select", "cast"}
+                "shr", "neg", "not", "abs", "exp", "log", "tanh", "sqrt", "cmp", "select", "cast"}
 
 
 def run(module: Module) -> Module:

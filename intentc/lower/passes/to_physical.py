@@ -101,7 +101,7 @@ class _KernelLowering:
         if name in _PURE_EXPR:
             a, b = (self.read(v) for v in op.operands)
             return self.assign(op.result, P.Binary(op.result.type, name, a, b, self.fast))
-        if name in ("neg", "not", "abs", "exp", "log", "sqrt"):
+        if name in ("neg", "not", "abs", "exp", "log", "tanh", "sqrt"):
             return self.assign(op.result, P.Unary(op.result.type, name, self.read(op.operands[0])))
         if name == "cmp":
             a, b = (self.read(v) for v in op.operands)
