@@ -38,6 +38,8 @@ class UnsupportedError(Exception):
 
 def reg_type(dtype: DType) -> ir.Type:
     """The LLVM type of a value in registers."""
+    if isinstance(dtype, P.VectorType):
+        return ir.VectorType(reg_type(dtype.elem), dtype.lanes)
     if dtype.is_bool:
         return I1
     if dtype.kind in ("int", "uint", "index"):
@@ -106,6 +108,8 @@ class ModuleEmitter:
 
 
 def _suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_suffix(t.element)}"
     if isinstance(t, ir.HalfType):
         return "f16"
     if isinstance(t, ir.FloatType):
@@ -319,7 +323,7 @@ class FunctionEmitter:
             return self.field(e.tensor.name, e.kind, e.axis)
         if isinstance(e, P.Load):
             ptr = self.address(e.tensor, e.offset)
-            value = b.load(ptr, align=e.tensor.dtype.itemsize, typ=mem_type(e.tensor.dtype))
+            value = b.load(ptr, align=e.tensor.dtype.itemsize, typ=mem_type(e.dtype))
             if e.tensor.dtype.is_bool:
                 value = b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
             return value
@@ -331,11 +335,23 @@ class FunctionEmitter:
             return value
         if isinstance(e, P.Unary):
             return self.unary(e.op, self.expr(e.a), e.a.dtype)
+        if isinstance(e, P.Splat):
+            t = reg_type(e.dtype)
+            one = b.insert_element(ir.Constant(t, ir.Undefined), self.expr(e.a), ir.Constant(I32, 0))
+            return b.shuffle_vector(one, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(I32, t.count), None))
+        if isinstance(e, P.MulAdd):  # a contraction grants the fused multiply-add (T3, T7)
+            x, y, z = self.expr(e.a), self.expr(e.b), self.expr(e.c)
+            if e.dtype.is_float:
+                return b.call(self.mod.intrinsic(f"llvm.fmuladd.{_suffix(x.type)}", x.type, [x.type] * 3), [x, y, z])
+            return b.add(b.mul(x, y), z)
         if isinstance(e, P.Compare):
             return self.compare(e.pred, self.expr(e.a), self.expr(e.b), e.a.dtype)
         if isinstance(e, P.Select):
             return b.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, P.Cast):
+            if e.in_range and e.a.dtype.is_float and e.dtype.is_int:  # no saturation: vectorises
+                convert = b.fptosi if e.dtype.is_signed else b.fptoui
+                return convert(self.expr(e.a), reg_type(e.dtype))
             return self.cast(self.expr(e.a), e.a.dtype, e.dtype)
         raise TypeError(e)
 
@@ -598,7 +614,7 @@ class TaskEmitter(FunctionEmitter):
 def _expr_vars(e: P.Expr, out: set) -> None:
     if isinstance(e, P.Read):
         out.add(e.var)
-    for child in ("a", "b", "cond", "offset"):
+    for child in ("a", "b", "c", "cond", "offset"):
         sub = getattr(e, child, None)
         if isinstance(sub, P.Expr):
             _expr_vars(sub, out)
@@ -637,7 +653,7 @@ def _walk(stmts, reads: set, writes: set, tensors: set | None = None) -> None:
 def _expr_tensors(e: P.Expr, out: set) -> None:
     if isinstance(e, (P.Field, P.Load)):
         out.add(e.tensor)
-    for child in ("a", "b", "cond", "offset"):
+    for child in ("a", "b", "c", "cond", "offset"):
         sub = getattr(e, child, None)
         if isinstance(sub, P.Expr):
             _expr_tensors(sub, out)

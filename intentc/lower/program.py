@@ -82,6 +82,46 @@ class Select(Expr):
 @dataclass(frozen=True)
 class Cast(Expr):
     a: Expr
+    in_range: bool = False  # float -> int of a value known finite and in range: no saturation needed
+
+
+@dataclass(frozen=True)
+class VectorType:
+    """``lanes`` elements of ``elem`` in one register. A ``Load`` of this dtype reads
+    ``lanes`` consecutive elements from its offset; a ``Store`` of such a value writes them
+    (the micro-kernels of ``contract_lowering``)."""
+
+    elem: DType
+    lanes: int
+
+    name = property(lambda self: f"{self.elem.name}x{self.lanes}")
+    kind = property(lambda self: self.elem.kind)
+    bits = property(lambda self: self.elem.bits)
+    itemsize = property(lambda self: self.elem.itemsize)
+    is_int = property(lambda self: self.elem.is_int)
+    is_signed = property(lambda self: self.elem.is_signed)
+    is_float = property(lambda self: self.elem.is_float)
+    is_bool = property(lambda self: self.elem.is_bool)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Splat(Expr):
+    """The scalar ``a`` in every lane of a vector (``dtype`` is a ``VectorType``)."""
+
+    a: Expr
+
+
+@dataclass(frozen=True)
+class MulAdd(Expr):
+    """``a * b + c`` on scalars or vectors. Floats may fuse the two into one rounding (a
+    contraction grants it, T3/T7); integers wrap."""
+
+    a: Expr
+    b: Expr
+    c: Expr
 
 
 @dataclass(frozen=True)
@@ -196,11 +236,16 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, Select):
         return f"select({format_expr(e.cond)}, {format_expr(e.a)}, {format_expr(e.b)})"
     if isinstance(e, Cast):
-        return f"cast<{e.dtype}>({format_expr(e.a)})"
+        return f"cast<{e.dtype}{' in_range' if e.in_range else ''}>({format_expr(e.a)})"
     if isinstance(e, Field):
         return f"{e.tensor.name}.{e.kind}[{e.axis}]"
+    if isinstance(e, Splat):
+        return f"splat<{e.dtype}>({format_expr(e.a)})"
+    if isinstance(e, MulAdd):
+        return f"muladd({format_expr(e.a)}, {format_expr(e.b)}, {format_expr(e.c)})"
     if isinstance(e, Load):
-        return f"{e.tensor.name}.data[{format_expr(e.offset)}]"
+        lanes = f" x{e.dtype.lanes}" if isinstance(e.dtype, VectorType) else ""
+        return f"{e.tensor.name}.data[{format_expr(e.offset)}{lanes}]"
     raise TypeError(e)
 
 

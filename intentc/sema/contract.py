@@ -25,6 +25,8 @@ from intentc.sema.shapes import broadcast_extents, broadcast_to
 from intentc.sema.values import Literal, TupleValue, literal_as
 
 BUILTINS = ("contract", "histogram")
+# Bin numbers are 32-bit in the compiled code, and a float bin count is exact in f32.
+MAX_BINS = {True: 1 << 24, False: (1 << 31) - 1}  # by the range form
 F32 = DTYPES["f32"]
 _NP = {32: np.float32, 64: np.float64}
 
@@ -139,20 +141,25 @@ def _histogram(builder, node: ast.Call):
                     hint="without range= the values are integer bin indices in [0, bins)")
     # bins: a literal or an integer scalar
     bins_node = kwargs["bins"]
-    least = 1 if ranged else 0
+    least, most = (1, MAX_BINS[True]) if ranged else (0, MAX_BINS[False])
     bins = builder.expr(bins_node)
     if isinstance(bins, Literal):
-        if not isinstance(bins.value, int) or isinstance(bins.value, bool) or bins.value < least:
-            raise error(f"bins must be an integer >= {least}, got {bins.value!r}", bins_node.span, rule="T6")
+        if not isinstance(bins.value, int) or isinstance(bins.value, bool) or not least <= bins.value <= most:
+            raise error(f"bins must be an integer in [{least}, {most}], got {bins.value!r}", bins_node.span,
+                        rule="T6")
         count: int | object = bins.value
         n = builder.const(bins.value, INDEX, bins_node.span)
     else:
         n = builder.as_index(bins, bins_node.span)
         count = n
-        ok = builder.emit("cmp", [n, builder.const(least, INDEX, bins_node.span)], [BOOL], {"pred": "ge"},
-                          span=bins_node.span).result
+        low = builder.emit("cmp", [n, builder.const(least, INDEX, bins_node.span)], [BOOL], {"pred": "ge"},
+                           span=bins_node.span).result
+        high = builder.emit("cmp", [n, builder.const(most, INDEX, bins_node.span)], [BOOL], {"pred": "le"},
+                            span=bins_node.span).result
+        ok = builder.emit("and", [low, high], [BOOL], span=bins_node.span).result
         builder.emit("assert_true", [ok, n], span=bins_node.span, attrs={
-            "what": f"I.histogram needs bins >= {least}, got %lld (T6)", "rule": "T6", "code": "domain"})
+            "what": f"I.histogram needs bins in [{least}, {most}], got %lld (T6)", "rule": "T6",
+            "code": "domain"})
     operands = [values, n]
     if ranged:
         operands += _range(builder, kwargs["range"], dtype)

@@ -1,0 +1,401 @@
+"""How contractions (T3) and histograms (T6) are lowered for CPUs.
+
+contract — a matrix-multiply shaped contraction (free axes on both operands, at the top
+of a kernel) is computed the way BLAS libraries do it:
+
+1. ``expand_tensor_exprs`` packs the operands, converted to the accumulator dtype, into
+   buffers: ``A`` as panels of ``MR`` rows ``[batch][M/MR][K][MR]`` and ``B`` as panels of
+   ``NR`` columns ``[batch][N/NR][K][NR]`` (``M`` = product of the first operand's free
+   axes, ``N`` of the second's, ``K`` of the reduction axes; panels padded with zeros).
+   Packing reads the operands through the element relation, so strided views,
+   transposes and fused expressions are packed without temporaries (P6).
+2. A ``contract_tiles`` op (lowered by ``to_physical`` through :func:`lower_contract_tiles`)
+   computes ``C[batch][Mp][Np]``: a ``parallel`` loop over ``MC x NC`` blocks of ``C``;
+   in each, K is walked in blocks of ``KC`` (the ``B`` panel stays in L1, the ``A``
+   block in L2) and every ``MR x NR`` tile keeps its accumulators in vector registers
+   over its K block, one fused multiply-add per vector (``MulAdd``: the contraction
+   grants fusion and regrouping, T3/T7).
+3. The result is a view of ``C`` (without the padding), reshaped to the free axes and
+   permuted to the result's axis order; consumers read it element by element.
+
+Each element of ``C`` is accumulated by one task, in k order (blocks of K in order,
+continuing from the stored partial sum), and the block sizes are constants: results
+are bit-identical for every thread count. Other contractions (dot products,
+matrix-vector products, any contraction inside ``I.parallel``) are a ``fold`` per result
+element, blocked like a reduction when the result is a scalar at the top of a kernel.
+
+histogram — the values are cut into blocks whose size depends only on the number of
+values and bins; each block counts into its own private histogram (a row of a
+``[blocks, n + 1]`` buffer; column ``n`` takes the values that are not counted) in
+sub-chunks: first the bins of a sub-chunk are computed into a small index buffer (a
+loop LLVM vectorises), then added one by one. The private histograms are then summed
+in block order, so weighted float histograms are the same for every thread count.
+"""
+from __future__ import annotations
+
+from intentc.kir.contract_spec import parse_spec
+from intentc.kir.core import Block, Op, Value
+from intentc.kir.types import BOOL, DTYPES, I32, INDEX, TensorType
+from intentc.lower import program as P
+
+# Register tiles of the micro-kernel: MR rows x NR columns (NR = VECTORS vectors of
+# VECTOR_BYTES), and the cache blocks (MC x NC blocks of C, KC deep). Constants: every
+# block boundary depends on the problem size only.
+VECTOR_BYTES = 64
+VECTORS = 2
+MR = 8
+MC, NC, KC = 128, 256, 256
+
+# Histogram blocks: B = max(HIST_MIN_BLOCK, ceil(count / HIST_MAX_BLOCKS), 16 (n + 1)),
+# counted in sub-chunks of HIST_CHUNK values.
+HIST_MIN_BLOCK = 4096
+HIST_MAX_BLOCKS = 256
+HIST_CHUNK = 1024
+
+
+def tile_shape(acc) -> tuple[int, int, int]:
+    """(MR, NR, lanes) of the micro-kernel for an accumulator dtype."""
+    lanes = max(1, VECTOR_BYTES // acc.itemsize)
+    return MR, VECTORS * lanes, lanes
+
+
+class ContractExpansion:
+    """Mixed into the expander of ``expand_tensor_exprs`` (uses emit, element, extent, ...)."""
+
+    # -- small builders -----------------------------------------------------------------------
+    def loop(self, extent: Value, body) -> None:
+        """An ordered ``for`` over ``[0, extent)`` without carries; ``body(t)`` emits ops."""
+        t = Value(INDEX, "t")
+        region = self._with_block([t], lambda: (body(t), [])[1])
+        self.out.append(Op("for", [self.domain(extent)], [], None, [region]))
+
+    def ceil_div(self, a: Value, b: Value) -> Value:
+        return self.ix("floordiv", self.ix("add", a, self.ix("sub", b, self.c(1))), b)
+
+    def scalar(self, dtype, value) -> Value:
+        return self.emit("const", [], [dtype], {"value": value}).result
+
+    def as_dtype(self, value: Value, dtype) -> Value:
+        return value if value.type == dtype else self.emit("cast", [value], [dtype]).result
+
+    def put(self, buf: Value, index: list[Value], value: Value) -> None:
+        self.out.append(Op("store", [buf] + list(index) + [value], attrs={"inbounds": [True] * len(index)}))
+
+    def get(self, buf: Value, index: list[Value]) -> Value:
+        return self.emit("load", [buf] + list(index), [buf.type.dtype], {"inbounds": [True] * len(index)}).result
+
+    def relation(self, name: str, operands: list[Value], type_, attrs: dict) -> Value:
+        """A relation op consumed element by element (registered, never emitted)."""
+        op = Op(name, operands, [type_], attrs)
+        self.defs[id(op.result)] = op
+        return op.result
+
+    # -- contract (T3) ----------------------------------------------------------------------------
+    def materialize_contract(self, op: Op, replace: dict) -> None:
+        spec = parse_spec(op.attrs["spec"])
+        acc = DTYPES[op.attrs["acc"]]
+        a, b = op.operands
+        extent: dict[str, Value] = {}
+        for value, letters in ((b, spec.b), (a, spec.a)):
+            for axis, letter in enumerate(letters):
+                extent[letter] = self.extent(value, axis)
+        if spec.free_a and spec.free_b and self.depth == 0:
+            result = self.contract_tiled(op, spec, acc, extent)
+        else:
+            result = self.contract_folds(op, spec, acc, extent)
+        replace[id(op.result)] = result
+
+    def product_of(self, letters: str, extent: dict) -> Value:
+        return self.product([extent[c] for c in letters])
+
+    def coords(self, letters: str, ordinal: Value, extent: dict) -> dict[str, Value]:
+        return dict(zip(letters, self.unravel(ordinal, [extent[c] for c in letters]))) if letters else {}
+
+    def operand_at(self, x: Value, letters: str, coords: dict, acc, span) -> Value:
+        return self.as_dtype(self.element(x, [coords[c] for c in letters], span, proven=True), acc)
+
+    def contract_folds(self, op: Op, spec, acc, extent: dict) -> Value:
+        """One fold over the reduction axes per result element (T3 grants the regrouping)."""
+        a, b = op.operands
+        reduced = spec.reduced
+        count = self.product_of(reduced, extent)
+        x, y = Value(acc, "x"), Value(acc, "y")
+        combine = Block([x, y], [Op("add", [x, y], [acc])])
+        combine.ops.append(Op("yield", [combine.ops[0].result]))
+        zero = self.scalar(acc, 0)
+
+        def elements(outer: dict):
+            def element(t):
+                coords = dict(outer)
+                coords.update(self.coords(reduced, t, extent))
+                va = self.operand_at(a, spec.a, coords, acc, op.span)
+                vb = self.operand_at(b, spec.b, coords, acc, op.span)
+                return [self.emit("mul", [va, vb], [acc]).result]
+            return element
+
+        if not spec.out:
+            if self.depth == 0:
+                return self.blocked_fold(count, [zero], elements({}), combine, op.span)[0]
+            return self.fold(count, [zero], elements({}), combine, op.span)[0]
+        extents = [extent[c] for c in spec.out]
+        buf = self.buffer(acc, extents, op.span)
+
+        def body(points):
+            (value,) = self.fold(count, [zero], elements(dict(zip(spec.out, points))), combine, op.span)
+            self.put(buf, list(points), value)
+
+        self.parallel(extents, body)
+        return buf
+
+    def contract_tiled(self, op: Op, spec, acc, extent: dict) -> Value:
+        a, b = op.operands
+        mr, nr, lanes = tile_shape(acc)
+        batch = self.product_of(spec.batch, extent)
+        m = self.product_of(spec.free_a, extent)
+        n = self.product_of(spec.free_b, extent)
+        k = self.product_of(spec.reduced, extent)
+        mp = self.ix("mul", self.ceil_div(m, self.c(mr)), self.c(mr))
+        np_ = self.ix("mul", self.ceil_div(n, self.c(nr)), self.c(nr))
+        ap = self.buffer(acc, [self.product([batch, mp, k])], op.span)
+        bp = self.buffer(acc, [self.product([batch, np_, k])], op.span)
+        c = self.buffer(acc, [batch, mp, np_], op.span)
+        zero = self.scalar(acc, 0)
+        self.pack(a, spec.a, spec.free_a, mr, batch, m, mp, k, ap, spec, extent, acc, zero, op.span)
+        self.pack(b, spec.b, spec.free_b, nr, batch, n, np_, k, bp, spec, extent, acc, zero, op.span)
+        mc, nc = max(MC // mr, 1) * mr, max(NC // nr, 1) * nr
+        self.out.append(Op("contract_tiles", [ap, bp, c, batch, mp, np_, k], [], {
+            "acc": acc.name, "mr": mr, "nr": nr, "lanes": lanes, "mc": mc, "nc": nc, "kc": KC}, span=op.span))
+        # The result: C without its padding, with the free axes unflattened, in result order.
+        axes, operands = [], [c]
+        for group, size in ((spec.batch, batch), (spec.free_a, m), (spec.free_b, n)):
+            if group:
+                axes.append("range")
+                operands += [self.c(0), size]
+            else:
+                axes.append("fix")
+                operands.append(self.c(0))
+        ranges = sum(1 for kind in axes if kind == "range")
+        value = self.relation("view", operands, TensorType(acc, (None,) * ranges), {"axes": axes})
+        canonical = spec.canonical
+        if len(canonical) != ranges:
+            shape = [extent[ch] for ch in canonical]
+            value = self.relation("reshape", [value] + shape, TensorType(acc, (None,) * len(canonical)), {})
+        if spec.perm != list(range(len(canonical))):
+            value = self.relation("permute", [value], TensorType(acc, (None,) * len(canonical)),
+                                  {"perm": spec.perm})
+        return value
+
+    def pack(self, x: Value, letters: str, free: str, width: int, batch: Value, rows: Value, padded: Value,
+             k: Value, buf: Value, spec, extent: dict, acc, zero: Value, span) -> None:
+        """buf[((b * padded + p * width) * k + t) * width + w] = x at (batch b, free row p * width + w,
+        reduction t), 0 past ``rows``: panels of ``width`` rows, each contiguous over k."""
+        panels = self.ix("floordiv", padded, self.c(width))
+        # Walk the operand's innermost axis innermost, so that a row-major operand is read in order.
+        k_inner = bool(letters) and letters[-1] in spec.reduced
+
+        def body(points):
+            bb = self.ix("floordiv", points[0], panels)
+            p = self.ix("mod", points[0], panels)
+            first = self.ix("mul", p, self.c(width))
+            base = self.ix("mul", self.ix("add", self.ix("mul", bb, padded), first), k)
+            last = self.ix("sub", rows, self.c(1))
+            outer = self.coords(spec.batch, bb, extent)
+
+            def element(t, w):
+                row = self.ix("add", first, w)
+                inside = self.emit("cmp", [row, rows], [BOOL], {"pred": "lt"}).result
+                coords = dict(outer)
+                coords.update(self.coords(free, self.ix("min", row, last), extent))
+                coords.update(self.coords(spec.reduced, t, extent))
+                value = self.operand_at(x, letters, coords, acc, span)
+                value = self.emit("select", [inside, value, zero], [acc]).result
+                at = self.ix("add", self.ix("add", base, self.ix("mul", t, self.c(width))), w)
+                self.put(buf, [at], value)
+
+            if k_inner:
+                self.loop(self.c(width), lambda w: self.loop(k, lambda t: element(t, w)))
+            else:
+                self.loop(k, lambda t: self.loop(self.c(width), lambda w: element(t, w)))
+
+        self.parallel([self.ix("mul", batch, panels)], body)
+
+    # -- histogram (T6) ------------------------------------------------------------------------------
+    def materialize_histogram(self, op: Op, replace: dict) -> None:
+        ranged, weighted = op.attrs["range"], op.attrs["weighted"]
+        values, n = op.operands[0], op.operands[1]
+        weights = op.operands[-1] if weighted else None
+        acc = op.result.type.dtype
+        rank = values.type.rank
+        extents = [self.extent(values, axis) for axis in range(rank)]
+        count = self.product(extents)
+        width = self.ix("add", n, self.c(1))  # column n collects what is not counted
+        size = self.ix("max", self.ix("max", self.c(HIST_MIN_BLOCK), self.ceil_div(count, self.c(HIST_MAX_BLOCKS))),
+                       self.ix("mul", width, self.c(16)))
+        has_bins = self.emit("cmp", [n, self.c(0)], [BOOL], {"pred": "gt"}).result
+        blocks = self.emit("select", [has_bins, self.ceil_div(count, size), self.c(0)], [INDEX]).result
+        if ranged:
+            lo, hi = op.operands[2:4]
+            binning = lo.type
+            n_f, zero_f = self.as_dtype(n, binning), self.scalar(binning, 0.0)
+            scale = self.emit("div", [n_f, self.emit("sub", [hi, lo], [binning]).result], [binning]).result
+        private = self.buffer(acc, [blocks, width], op.span)
+        zero, one = self.scalar(acc, 0), self.scalar(acc, 1)
+
+        # Bin numbers are i32 (sema keeps n < 2**31, and n <= 2**24 with a range, so that n is
+        # exact as a float): t is clamped to [0, n] (NaN to 0) before an in-range conversion,
+        # which vectorises and gives the saturating conversion's bin.
+        n32 = self.as_dtype(n, I32)
+        last = self.emit("sub", [n32, self.scalar(I32, 1)], [I32]).result
+
+        def bin_of(ordinal: Value) -> Value:
+            v = self.element(values, self.unravel(ordinal, extents), op.span, proven=True)
+            if ranged:
+                v = self.as_dtype(v, binning)
+                above = self.emit("cmp", [v, lo], [BOOL], {"pred": "ge"}).result
+                below = self.emit("cmp", [v, hi], [BOOL], {"pred": "le"}).result
+                valid = self.emit("and", [above, below], [BOOL]).result
+                t = self.emit("mul", [self.emit("sub", [v, lo], [binning]).result, scale], [binning]).result
+                positive = self.emit("cmp", [t, zero_f], [BOOL], {"pred": "ge"}).result
+                t = self.emit("select", [positive, t, zero_f], [binning]).result  # NaN -> 0
+                over = self.emit("cmp", [t, n_f], [BOOL], {"pred": "ge"}).result
+                t = self.emit("select", [over, n_f, t], [binning]).result
+                whole = self.emit("cast", [t], [I32], {"in_range": True}).result
+                index = self.emit("min", [whole, last], [I32]).result
+            else:
+                wide = self.as_dtype(v, INDEX)  # as an index: u64 above 2**63 is negative
+                valid = self.emit("and", [self.emit("cmp", [wide, self.c(0)], [BOOL], {"pred": "ge"}).result,
+                                          self.emit("cmp", [wide, n], [BOOL], {"pred": "lt"}).result],
+                                  [BOOL]).result
+                index = self.as_dtype(wide, I32)
+            return self.emit("select", [valid, index, n32], [I32]).result
+
+        def count_block(b: Value) -> None:
+            self.loop(width, lambda j: self.put(private, [b, j], zero))
+            start = self.ix("mul", b, size)
+            length = self.ix("min", size, self.ix("sub", count, start))
+            staged = self.buffer(I32, [self.c(HIST_CHUNK)], op.span)
+
+            def chunk(s):
+                first = self.ix("add", start, self.ix("mul", s, self.c(HIST_CHUNK)))
+                span_ = self.ix("min", self.c(HIST_CHUNK), self.ix("sub", self.ix("add", start, length), first))
+                self.loop(span_, lambda t: self.put(staged, [t], bin_of(self.ix("add", first, t))))
+
+                def add(t):
+                    j = self.as_dtype(self.get(staged, [t]), INDEX)
+                    if weighted:
+                        w = self.element(weights, self.unravel(self.ix("add", first, t), extents), op.span,
+                                         proven=True)
+                    else:
+                        w = one
+                    self.put(private, [b, j], self.emit("add", [self.get(private, [b, j]), w], [acc]).result)
+
+                self.loop(span_, add)
+
+            self.loop(self.ceil_div(length, self.c(HIST_CHUNK)), chunk)
+
+        if self.depth == 0:
+            self.parallel([blocks], lambda points: count_block(points[0]), grain=1)
+        else:
+            self.loop(blocks, count_block)
+        result = self.buffer(acc, [n], op.span)
+        self.loop(n, lambda j: self.put(result, [j], zero))
+
+        def merge(b):  # in block order: the same sums for every thread count
+            self.loop(n, lambda j: self.put(result, [j], self.emit(
+                "add", [self.get(result, [j]), self.get(private, [b, j])], [acc]).result))
+
+        self.loop(blocks, merge)
+        replace[id(op.result)] = result
+
+
+# ---- physical: the tiled loop nest of contract_tiles ---------------------------------------------------
+def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
+    """The ``parallel`` loop over the ``mc x nc`` blocks of C and its register-tiled micro-kernel."""
+    ap, bp, c = (low.tensors[id(v)] for v in op.operands[:3])
+    batch, mp, np_, k = (low.read(v) for v in op.operands[3:])
+    acc = ap.dtype
+    attrs = op.attrs
+    mr, nr, lanes, mc, nc, kc = (attrs[key] for key in ("mr", "nr", "lanes", "mc", "nc", "kc"))
+    vectors = nr // lanes
+    vt = P.VectorType(acc, lanes)
+
+    def const(v):
+        return P.Const(INDEX, v)
+
+    def ix(name, a, b):
+        return P.Binary(INDEX, name, a, b)
+
+    def var(hint, dtype=INDEX):
+        return low.fresh(hint, dtype)
+
+    def let(hint, value, out):
+        v = var(hint)
+        out.append(P.Assign(v, value))
+        return P.read(v)
+
+    def ceil_div(a, b):
+        return ix("floordiv", ix("add", a, const(b - 1)), const(b))
+
+    out: list[P.Stmt] = []
+    tiles_m = let("tiles_m", ceil_div(mp, mc), out)
+    tiles_n = let("tiles_n", ceil_div(np_, nc), out)
+    per = let("tiles", ix("mul", tiles_m, tiles_n), out)
+    # K blocks: at least one, so that K == 0 still stores the zero sums.
+    kblocks = let("kblocks", ix("max", ceil_div(k, kc), const(1)), out)
+
+    tile = var("tile")
+    body: list[P.Stmt] = []
+    bb = let("bb", ix("floordiv", P.read(tile), per), body)
+    rest = let("rest", ix("mod", P.read(tile), per), body)
+    m0 = let("m0", ix("mul", ix("floordiv", rest, tiles_n), const(mc)), body)
+    n0 = let("n0", ix("mul", ix("mod", rest, tiles_n), const(nc)), body)
+    mlen = let("mlen", ix("min", const(mc), ix("sub", mp, m0)), body)
+    nlen = let("nlen", ix("min", const(nc), ix("sub", np_, n0)), body)
+    arow = let("arow", ix("mul", bb, mp), body)
+
+    pc = var("pc")
+    kbody: list[P.Stmt] = []
+    k0 = let("k0", ix("mul", P.read(pc), const(kc)), kbody)
+    klen = let("klen", ix("min", const(kc), ix("sub", k, k0)), kbody)
+    first = P.Compare(BOOL, "eq", P.read(pc), const(0))
+
+    jr = var("jr")
+    jbody: list[P.Stmt] = []
+    j = let("j", ix("add", n0, ix("mul", P.read(jr), const(nr))), jbody)
+    bbase = let("bbase", ix("add", ix("mul", ix("add", ix("mul", bb, np_), j), k), ix("mul", k0, const(nr))), jbody)
+
+    ir = var("ir")
+    ibody: list[P.Stmt] = []
+    i = let("i", ix("add", m0, ix("mul", P.read(ir), const(mr))), ibody)
+    row = let("row", ix("add", arow, i), ibody)
+    abase = let("abase", ix("add", ix("mul", row, k), ix("mul", k0, const(mr))), ibody)
+    cbase = let("cbase", ix("add", ix("mul", row, np_), j), ibody)
+    accs = [[var(f"acc{r}_{v}", vt) for v in range(vectors)] for r in range(mr)]
+
+    def c_at(r, v):
+        return ix("add", cbase, ix("add", ix("mul", const(r), np_), const(v * lanes)))
+
+    zero = P.Splat(vt, P.Const(acc, 0))
+    start = tuple(P.Assign(accs[r][v], zero) for r in range(mr) for v in range(vectors))
+    resume = tuple(P.Assign(accs[r][v], P.Load(vt, c, c_at(r, v))) for r in range(mr) for v in range(vectors))
+    ibody.append(P.If(first, start, resume))
+    kk = var("kk")
+    micro: list[P.Stmt] = []
+    bvec = [var(f"b{v}", vt) for v in range(vectors)]
+    for v in range(vectors):
+        micro.append(P.Assign(bvec[v], P.Load(vt, bp, ix("add", bbase, ix("add", ix("mul", P.read(kk), const(nr)),
+                                                                           const(v * lanes))))))
+    for r in range(mr):
+        a = var(f"a{r}", vt)
+        micro.append(P.Assign(a, P.Splat(vt, P.Load(acc, ap, ix("add", abase, ix("add", ix("mul", P.read(kk),
+                                                                                            const(mr)), const(r)))))))
+        for v in range(vectors):
+            micro.append(P.Assign(accs[r][v], P.MulAdd(vt, P.read(a), P.read(bvec[v]), P.read(accs[r][v]))))
+    ibody.append(P.Loop(kk, klen, tuple(micro)))
+    ibody += [P.Store(c, c_at(r, v), P.read(accs[r][v])) for r in range(mr) for v in range(vectors)]
+
+    jbody.append(P.Loop(ir, ix("floordiv", mlen, const(mr)), tuple(ibody)))
+    kbody.append(P.Loop(jr, ix("floordiv", nlen, const(nr)), tuple(jbody)))
+    body.append(P.Loop(pc, kblocks, tuple(kbody)))
+    out.append(P.Loop(tile, ix("mul", batch, per), tuple(body), "parallel", const(1)))
+    return out
