@@ -2,7 +2,9 @@
 qemu-aarch64 through C drivers, and compared with the x86-64 build of the same sample."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 
 import pytest
 
@@ -137,8 +139,6 @@ def test_sample_driver_under_qemu(arm_build, kind):
 @pytest.fixture(scope="module")
 def x86_digests(tmp_path_factory):
     """The digest program's output for each sample built for the host (x86-64)."""
-    import shutil
-
     if not HOST_IS_X86_64:
         pytest.skip("the reference results are the x86-64 ones; this host is not x86-64")
     cc = shutil.which("cc") or shutil.which("gcc")
@@ -151,8 +151,6 @@ def x86_digests(tmp_path_factory):
             exe = folder / f"digest_{sample}"
             run_cmd([cc, "-O2", "-ffp-contract=off", "-I", folder, "-I", DRIVERS, "-include", f"{sample}.h", DIGEST,
                      folder / f"{sample}.so", f"-Wl,-rpath,{folder}", "-lm", "-o", exe])
-            import os
-
             cache[sample] = run_cmd([exe], env=dict(os.environ, INTENT_NUM_THREADS="4"))
         return cache[sample]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from target_tools import (CROSS_GCC, EM_AARCH64, EM_X86_64, ET_REL, HAS_ZIG, HOST_IS_X86_64, REPO, TRIPLE,
-                          archive_members, build, intentc_cli, intentc_env, parse_elf, require_toolchain)
+from target_tools import (EM_AARCH64, EM_X86_64, ET_REL, HOST_IS_X86_64, REPO, TRIPLE, archive_members, build,
+                          intentc_cli, intentc_env, parse_elf, require_toolchain)
 
 SOURCE = REPO / "samples" / "broadcast_add.intent"  # two kernels
 KERNELS = {"broadcast_add", "add_row_bias"}
