@@ -1,0 +1,628 @@
+"""Indexed memory, atomics, RNG and ragged relations (spec §8-§10): surface forms -> KIR.
+
+Every indexed access is one index relation (M1): per source axis a scalar ``index`` or an
+``index`` tensor, the tensors (and a mask, and written values) broadcast to one shape (S2):
+
+- ``x[i, j]`` with scalar indices is an element ``load`` (or ``store``); with a tensor index
+  (``x[idx]``, ``x[i, idx]``, ``x[rows, cols]``) a ``gather`` (or ``scatter``) whose result
+  has the indices' shape and fuses into the surrounding tensor expression;
+- ``I.gather(x, i..., mask=valid, fill=v)`` / ``I.load(...)``: masked reads (M3: an invalid
+  lane reads nothing and yields ``fill``); ``I.store(dst, i..., value, mask=valid)``;
+- ``I.scatter(dst, idx, vals, mask=None, unique=False)``: a unique store (M4); ``unique=True``
+  is the author's assertion for what the compiler cannot prove (checked by
+  ``sanitize="unique"``);
+- ``I.scatter_reduce(dst, idx, vals, combine="add", mask=None, identity=None)`` (M5);
+- ``I.atomic_add/sub/min/max/and/or/xor/exchange(t, i..., value, order=...)``,
+  ``I.atomic_cas(t, i..., expected, desired, order=...)``, ``I.atomic_load(t, i..., order=)``,
+  ``I.atomic_store(t, i..., value, order=)`` (M6, A1, A2), returning old values;
+- ``I.buffer(dtype, [extents], fill=v)``: a logical buffer (kernel-local mutable storage);
+- ``I.philox((k0, k1), (c0, c1, c2, c3))`` -> four u32 words (Philox4x32-10, N1) and
+  ``I.uniform(key, counter, dtype=f32)`` -> floats in [0, 1): four f32 ``(w >> 8) * 2**-24``,
+  or two f64 ``((w0 << 21) ^ (w1 >> 11)) * 2**-53`` from the word pairs (N1, N2);
+- ``I.ragged(outer, member_source, offsets, mapping=None)`` and ``I.members(r, g)``: surface
+  helpers only (G3). ``I.ragged`` checks the offsets at run time (monotone, inside the
+  member domain, G2) where it stands, so a bad relation fails before anything is written;
+  ``I.members(r, g)`` is the subregion ``member_source[offsets[g]:offsets[g+1]]`` (a
+  domain) or, with a mapping, the index tensor ``mapping[indices(that subregion)]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from intentc.diagnostics import error
+from intentc.kir.core import Block, Op, Value
+from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
+from intentc.parse import ast
+from intentc.sema.annotations import dtype_of
+from intentc.sema.shapes import broadcast_extents, broadcast_to
+from intentc.sema.values import DTypeRef, FunctionRef, Literal, TupleValue, literal_as
+
+U32 = DTYPES["u32"]
+U64 = DTYPES["u64"]
+ORDERS = ("relaxed", "acquire", "release", "acq_rel")
+_RMW = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max",
+        "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor", "atomic_exchange": "exchange"}
+_COMBINES = ("add", "mul", "min", "max", "and", "or", "xor")
+
+MEMORY_BUILTINS = ("gather", "load", "store", "scatter", "scatter_reduce", "buffer", "philox", "uniform",
+                   "ragged", "members", "atomic_cas", "atomic_load", "atomic_store") + tuple(_RMW)
+
+
+@dataclass(frozen=True)
+class RaggedRef:
+    """``I.ragged(...)``: a compile-time record of the relations (G1); never a KIR value."""
+
+    outer: Value
+    source: Value
+    offsets: Value
+    mapping: Value | None
+
+
+def memory_builtin(b, name: str, node: ast.Call):
+    """The builtins of this module, for ``FunctionBuilder.builtin`` in to_kir."""
+    if name in ("gather", "load"):
+        return _read_builtin(b, name, node)
+    if name == "store":
+        return _store_builtin(b, node)
+    if name == "scatter":
+        return _scatter_builtin(b, node)
+    if name == "scatter_reduce":
+        return _scatter_reduce_builtin(b, node)
+    if name == "buffer":
+        return _buffer(b, node)
+    if name == "philox":
+        return _philox(b, node)
+    if name == "uniform":
+        return _uniform(b, node)
+    if name == "ragged":
+        return _ragged(b, node)
+    if name == "members":
+        return _members(b, node)
+    return _atomic(b, name, node)
+
+
+# ---- small helpers ---------------------------------------------------------------------------------
+def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str) -> dict:
+    kwargs = {}
+    for kw in node.keywords:
+        if kw.name not in allowed:
+            raise error(f"I.{what} has no argument '{kw.name}'", kw.span,
+                        hint="accepted: " + (", ".join(allowed) if allowed else "no keyword arguments"))
+        kwargs[kw.name] = kw.value
+    return kwargs
+
+
+def _is_tensor(value) -> bool:
+    return isinstance(value, Value) and isinstance(value.type, TensorType)
+
+
+def _tensor(b, node, what: str, rule: str = "M1") -> Value:
+    value = b.expr(node)
+    if not _is_tensor(value):
+        raise error(f"{what} must be a tensor", node.span, rule=rule,
+                    hint="pass a tensor parameter, a logical buffer (I.buffer) or a tensor expression")
+    return value
+
+
+def _string(node, what: str, choices) -> str:
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or node.value not in choices:
+        raise error(f"{what} must be one of " + ", ".join(f'"{c}"' for c in choices), node.span,
+                    hint=f'e.g. {what.split()[-1]}="{choices[0]}"')
+    return node.value
+
+
+def _flag(node, default: bool) -> bool:
+    if node is None:
+        return default
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return node.value
+    raise error("expected True or False", node.span)
+
+
+def _writable(b, tensor: Value, span, what: str, rule: str = "M2") -> None:
+    if b.sig.kind == "fn":
+        raise error(f"helper '{b.sig.name}' {what}: helpers are pure", span, rule="R4",
+                    hint="return values instead; only kernels write into `mut` tensors or buffers")
+    if id(tensor) not in b.mutable:
+        name = b.params.get(id(tensor))
+        desc = f"parameter '{name}' is read-only" if name else "this tensor is an immutable value"
+        raise error(f"cannot write: {desc}", span, rule=rule,
+                    hint="declare the parameter as `mut`, or write into a logical buffer (I.buffer)" if name else
+                    "write into a `mut` parameter or a logical buffer (I.buffer)")
+
+
+def _index(b, value, span):
+    """An index operand: a scalar index (integers convert) or an index tensor."""
+    if _is_tensor(value):
+        dtype = value.type.dtype
+        if not dtype.is_int:
+            raise error(f"an index tensor must hold integers, got {dtype}", span, rule="M1",
+                        hint="cast it with I.cast(..., i64)")
+        if dtype == INDEX:
+            return value
+        op = b.emit("cast", [value], [TensorType(INDEX, value.type.shape)], span=span)
+        b.shapes[id(op.result)] = b.shape_of(value)
+        return op.result
+    return b.as_index(value, span)
+
+
+def _mask(b, node):
+    value = b.expr(node)
+    if isinstance(value, Literal):
+        if not isinstance(value.value, bool):
+            raise error("a mask is a bool (scalar or tensor)", node.span, rule="M3")
+        return b.const(value.value, BOOL, node.span)
+    if not isinstance(value, Value) or element_dtype(value.type) != BOOL:
+        got = value.type if isinstance(value, Value) else "this value"
+        raise error(f"a mask is a bool (scalar or tensor), got {got}", node.span, rule="M3",
+                    hint="compare, e.g. mask=(idx >= 0) & (idx < n)")
+    return value
+
+
+def _relation(b, values: list, spans: list, span) -> tuple[list, list | None]:
+    """Broadcast the tensors among ``values`` to one shape (S2); scalars stay scalars."""
+    tensors = [(k, v) for k, v in enumerate(values) if _is_tensor(v)]
+    if not tensors:
+        return list(values), None
+    shapes = [b.shape_of(v) for _, v in tensors]
+    result = broadcast_extents(b, shapes, [spans[k] for k, _ in tensors])
+    out = list(values)
+    for (k, v), shape in zip(tensors, shapes):
+        out[k] = broadcast_to(b, v, shape, result, spans[k])
+    return out, result
+
+
+def _static(shape) -> tuple:
+    return tuple(e if isinstance(e, int) else None for e in shape)
+
+
+def _space(b, tensor: Value) -> str:
+    if id(tensor) in b.params:
+        return "external"
+    if id(tensor) in _buffers(b):
+        return "buffer"
+    return "value"  # refined from the relation's root by memory_checks.annotate_spaces
+
+
+def _buffers(b) -> set:
+    if not hasattr(b, "_memory_buffers"):
+        b._memory_buffers = set()
+    return b._memory_buffers
+
+
+def _split_indices(b, tensor: Value, arg_nodes: list, what: str, span) -> list:
+    """Index nodes from ``x, i, j`` or ``x, (i, j)``; exactly one per axis."""
+    if len(arg_nodes) == 1 and isinstance(arg_nodes[0], ast.TupleExpr) and tensor.type.rank != 1:
+        arg_nodes = list(arg_nodes[0].elts)
+    rank = tensor.type.rank
+    if len(arg_nodes) != rank:
+        raise error(f"{what} needs one index per axis of the tensor: it has {rank} "
+                    f"ax{'is' if rank == 1 else 'es'} but {len(arg_nodes)} ind{'ex is' if len(arg_nodes) == 1 else 'ices are'}"
+                    " given", span, rule="M1", hint="give an index (scalar or index tensor) for every axis")
+    return arg_nodes
+
+
+# ---- reads (M1, M2, M3) ----------------------------------------------------------------------------
+def subscript_read(b, base: Value, node: ast.Subscript):
+    """``x[i, j]``: an element load, or a gather when an index is a tensor (M1)."""
+    if len(node.indices) != base.type.rank:
+        return b.indices(node, base)  # the rank diagnostic
+    values = [b.expr(item) for item in node.indices]
+    spans = [item.span for item in node.indices]
+    if not any(_is_tensor(v) for v in values):
+        indices = [b.as_index(v, s) for v, s in zip(values, spans)]
+        return b.emit("load", [base] + indices, [base.type.dtype], span=node.span).result
+    return gather(b, base, values, spans, None, None, node.span)
+
+
+def gather(b, src: Value, index_values: list, spans: list, mask, fill, span):
+    indices = [_index(b, v, s) for v, s in zip(index_values, spans)]
+    values = indices + ([mask] if mask is not None else [])
+    values, shape = _relation(b, values, spans + ([span] if mask is not None else []), span)
+    indices = values[:len(indices)]
+    operands = [src] + indices
+    attrs = {"space": _space(b, src), "masked": mask is not None}
+    if mask is not None:
+        operands += [values[-1], fill]
+    if shape is None and mask is None:
+        return b.emit("load", [src] + indices, [src.type.dtype], span=span).result
+    result_type = TensorType(src.type.dtype, _static(shape)) if shape is not None else src.type.dtype
+    op = b.emit("gather", operands, [result_type], attrs, span=span)
+    if shape is not None:
+        b.shapes[id(op.result)] = list(shape)
+    return op.result
+
+
+def _read_builtin(b, name: str, node: ast.Call):
+    kwargs = _keywords(node, ("mask", "fill"), name)
+    if len(node.args) < 1:
+        raise error(f"I.{name}(x, i..., mask=valid, fill=value) takes a tensor and its indices", node.span,
+                    rule="M1", hint=f"e.g. I.{name}(x, idx, mask=idx < n, fill=0.0)")
+    src = _tensor(b, node.args[0], f"the first argument of I.{name}")
+    nodes = _split_indices(b, src, list(node.args[1:]), f"I.{name}", node.span)
+    if ("mask" in kwargs) != ("fill" in kwargs):
+        missing = "fill" if "mask" in kwargs else "mask"
+        raise error(f"a masked read needs both mask= and fill= (missing {missing}=)", node.span, rule="M3",
+                    hint="an invalid lane reads nothing and yields the explicit fill, e.g. "
+                         "I.gather(x, idx, mask=valid, fill=0.0)")
+    mask = fill = None
+    if "mask" in kwargs:
+        mask = _mask(b, kwargs["mask"])
+        fill = b.scalar_of(b.expr(kwargs["fill"]), src.type.dtype, kwargs["fill"].span, "the fill")
+    values = [b.expr(n) for n in nodes]
+    return gather(b, src, values, [n.span for n in nodes], mask, fill, node.span)
+
+
+# ---- writes (M4, M5) --------------------------------------------------------------------------------------
+def subscript_write(b, target: ast.Subscript, tensor: Value, value, span) -> None:
+    """``out[i, j] = v``: an element store, or a scatter when an index is a tensor (M4)."""
+    if len(target.indices) != tensor.type.rank:
+        b.indices(target, tensor)  # the rank diagnostic
+    values = [b.expr(item) for item in target.indices]
+    spans = [item.span for item in target.indices]
+    if not any(_is_tensor(v) for v in values) and not _is_tensor(value):
+        indices = [b.as_index(v, s) for v, s in zip(values, spans)]
+        name = b.params.get(id(tensor), "the buffer")
+        element = b.scalar_of(value, tensor.type.dtype, span, f"an element of '{name}'")
+        b.emit("store", [tensor] + indices + [element], span=span)
+        return
+    scatter(b, tensor, values, spans, value, span, None, unique=False)
+
+
+def scatter(b, dst: Value, index_values: list, spans: list, vals, span, mask, unique: bool,
+            reduce: tuple | None = None) -> None:
+    indices = [_index(b, v, s) for v, s in zip(index_values, spans)]
+    dtype = dst.type.dtype
+    if isinstance(vals, Literal) or (isinstance(vals, Value) and not _is_tensor(vals)):
+        vals = b.scalar_of(vals, dtype, span, "a written value")
+    elif not _is_tensor(vals):
+        raise error("the written values must be a scalar or a tensor", span, rule="M1")
+    elif vals.type.dtype != dtype:
+        raise error(f"dtype mismatch: the destination holds {dtype} but the values are {vals.type.dtype}", span,
+                    hint=f"use I.cast(..., {dtype})")
+    values = indices + [vals] + ([mask] if mask is not None else [])
+    values, shape = _relation(b, values, spans + [span] * (len(values) - len(indices)), span)
+    indices, vals = values[:len(indices)], values[len(indices)]
+    if shape is not None and not _is_tensor(vals):
+        vals = broadcast_to(b, vals, [], shape, span)
+    operands = [dst] + indices + [vals]
+    attrs = {"space": _space(b, dst), "masked": mask is not None}
+    regions = []
+    if reduce is not None:
+        combine_name, identity, region = reduce
+        operands.append(identity)
+        attrs["combine"] = combine_name
+        regions = [region]
+    else:
+        attrs["unique"] = unique
+    if mask is not None:
+        operands.append(values[-1])
+    if reduce is None and shape is None and mask is None and not unique:
+        b.emit("store", operands, span=span)
+        return
+    b.emit("scatter_reduce" if reduce is not None else "scatter", operands, [], attrs, regions, span=span)
+
+
+def _store_builtin(b, node: ast.Call):
+    kwargs = _keywords(node, ("mask",), "store")
+    if len(node.args) < 2:
+        raise error("I.store(dst, i..., value, mask=valid) takes a tensor, its indices and a value", node.span,
+                    rule="M1")
+    dst = _tensor(b, node.args[0], "the destination of I.store")
+    _writable(b, dst, node.args[0].span, "writes memory")
+    nodes = _split_indices(b, dst, list(node.args[1:-1]), "I.store", node.span)
+    mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
+    values = [b.expr(n) for n in nodes]
+    scatter(b, dst, values, [n.span for n in nodes], b.expr(node.args[-1]), node.span, mask, unique=False)
+    return TupleValue(())
+
+
+def _scatter_args(b, node: ast.Call, what: str):
+    if len(node.args) != 3:
+        raise error(f"I.{what}(dst, idx, vals, ...) takes a destination, indices and values", node.span,
+                    rule="M4" if what == "scatter" else "M5",
+                    hint="for several destination axes pass a tuple of indices: (rows, cols)")
+    dst = _tensor(b, node.args[0], f"the destination of I.{what}")
+    _writable(b, dst, node.args[0].span, "writes memory")
+    idx_node = node.args[1]
+    nodes = list(idx_node.elts) if isinstance(idx_node, ast.TupleExpr) else [idx_node]
+    nodes = _split_indices(b, dst, nodes, f"I.{what}", node.span)
+    return dst, nodes
+
+
+def _scatter_builtin(b, node: ast.Call):
+    kwargs = _keywords(node, ("mask", "unique"), "scatter")
+    dst, nodes = _scatter_args(b, node, "scatter")
+    mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
+    values = [b.expr(n) for n in nodes]
+    scatter(b, dst, values, [n.span for n in nodes], b.expr(node.args[2]), node.span, mask,
+            unique=_flag(kwargs.get("unique"), False))
+    return TupleValue(())
+
+
+def _scatter_reduce_builtin(b, node: ast.Call):
+    from intentc.sema.structured import identity_of
+
+    kwargs = _keywords(node, ("combine", "mask", "identity"), "scatter_reduce")
+    dst, nodes = _scatter_args(b, node, "scatter_reduce")
+    dtype = dst.type.dtype
+    combine_node = kwargs.get("combine")
+    if combine_node is None or isinstance(combine_node, ast.Constant):
+        combine = "add" if combine_node is None else _string(combine_node, "combine", _COMBINES)
+        if dtype.is_bool or (dtype.is_float and combine in ("and", "or", "xor")):
+            raise error(f'combine="{combine}" is not defined on {dtype}', combine_node.span if combine_node else
+                        node.span, rule="M5", hint="use an integer destination, or another combine")
+        identity = b.const(identity_of(combine, dtype), dtype, node.span)
+        if "identity" in kwargs:
+            raise error(f'combine="{combine}" has its own identity', kwargs["identity"].span, rule="M5",
+                        hint="identity= is only for helper combines")
+        name, region_combine = combine, combine
+    else:
+        helper = b.expr(combine_node)
+        if not isinstance(helper, FunctionRef) or b.signatures[helper.name].kind != "fn":
+            raise error("combine is one of \"add\", \"mul\", \"min\", \"max\", \"and\", \"or\", \"xor\" or an "
+                        "@intent.fn helper", combine_node.span, rule="M5")
+        if "identity" not in kwargs:
+            raise error(f"a helper combine needs identity= (the value combine('{helper.name}') leaves "
+                        "unchanged)", node.span, rule="M5", hint="e.g. identity=0.0")
+        identity = b.scalar_of(b.expr(kwargs["identity"]), dtype, kwargs["identity"].span, "the identity")
+        name, region_combine = "helper", helper
+    region = b._combine_region(region_combine, [dtype], node.span)
+    mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
+    values = [b.expr(n) for n in nodes]
+    scatter(b, dst, values, [n.span for n in nodes], b.expr(node.args[2]), node.span, mask, unique=False,
+            reduce=(name, identity, region))
+    return TupleValue(())
+
+
+# ---- atomics (M6, A1, A2) -------------------------------------------------------------------------------
+def _atomic(b, name: str, node: ast.Call):
+    kwargs = _keywords(node, ("order",), name)
+    values = {"atomic_cas": 2, "atomic_load": 0, "atomic_store": 1}.get(name, 1)
+    if len(node.args) < 1 + values:
+        shape = {"atomic_cas": "t, i..., expected, desired", "atomic_load": "t, i...",
+                 "atomic_store": "t, i..., value"}.get(name, "t, i..., value")
+        raise error(f"I.{name}({shape}, order=\"relaxed\") takes a tensor, one index per axis and "
+                    f"{values} value{'s' if values != 1 else ''}", node.span, rule="M6")
+    t = _tensor(b, node.args[0], f"the atomic object of I.{name}", "M6")
+    _writable(b, t, node.args[0].span, "uses an atomic", "M6")
+    if t.type.dtype.is_bool or t.type.dtype.kind == "bfloat":
+        raise error(f"atomics on {t.type.dtype} are not supported", node.args[0].span, rule="M6",
+                    hint="use an integer or float tensor")
+    op_name = _RMW.get(name)
+    if op_name in ("and", "or", "xor") and not t.type.dtype.is_int:
+        raise error(f"I.{name} needs an integer tensor, got {t.type.dtype}", node.args[0].span, rule="M6")
+    index_nodes = list(node.args[1:len(node.args) - values])
+    index_nodes = _split_indices(b, t, index_nodes, f"I.{name}", node.span)
+    order = _string(kwargs["order"], "order", ORDERS) if "order" in kwargs else "relaxed"
+    if name == "atomic_load" and order not in ("relaxed", "acquire"):
+        raise error(f'an atomic load cannot be "{order}"', kwargs["order"].span, rule="A2",
+                    hint='use "relaxed" or "acquire"')
+    if name == "atomic_store" and order not in ("relaxed", "release"):
+        raise error(f'an atomic store cannot be "{order}"', kwargs["order"].span, rule="A2",
+                    hint='use "relaxed" or "release"')
+    indices = []
+    for n in index_nodes:
+        value = b.expr(n)
+        if _is_tensor(value):
+            raise error("atomics act on one element: indices are scalars", n.span, rule="M6",
+                        hint="call the atomic inside I.parallel, once per point")
+        indices.append(b.as_index(value, n.span))
+    operands = [t] + indices
+    for n in node.args[len(node.args) - values:]:
+        operands.append(b.scalar_of(b.expr(n), t.type.dtype, n.span, "the atomic's value"))
+    dtype = t.type.dtype
+    if name == "atomic_store":
+        b.emit("atomic_store", operands, [], {"order": order}, span=node.span)
+        return TupleValue(())
+    if name == "atomic_load":
+        return b.emit("atomic_load", operands, [dtype], {"order": order}, span=node.span).result
+    if name == "atomic_cas":
+        return b.emit("atomic_cas", operands, [dtype], {"order": order}, span=node.span).result
+    return b.emit("atomic_rmw", operands, [dtype], {"op": op_name, "order": order}, span=node.span).result
+
+
+# ---- logical buffers -----------------------------------------------------------------------------------------
+def _buffer(b, node: ast.Call):
+    kwargs = _keywords(node, ("fill",), "buffer")
+    if len(node.args) != 2 or "fill" not in kwargs:
+        raise error("I.buffer(dtype, [extents], fill=value) takes a dtype, a list of extents and a fill",
+                    node.span, rule="M2", hint="e.g. I.buffer(f32, [n], fill=0.0): every element starts as fill")
+    dtype_node = node.args[0]
+    dtype = dtype_of(dtype_node)
+    if dtype.kind == "bfloat":
+        raise error("bf16 buffers are not supported yet", dtype_node.span, rule="M2", hint="use f32")
+    if not isinstance(node.args[1], ast.TupleExpr):
+        raise error("the extents of I.buffer are a list, e.g. [n, 4]", node.args[1].span, rule="M2")
+    extents = []
+    for e in node.args[1].elts:
+        value = b.expr(e)
+        if isinstance(value, Literal):
+            n = literal_as(value, INDEX, "M2")
+            if n < 0:
+                raise error(f"an extent cannot be negative ({n})", e.span, rule="M2")
+            extents.append(n)
+        else:
+            extents.append(b.as_index(value, e.span))
+    if not extents:
+        raise error("a buffer has at least one axis", node.args[1].span, rule="M2", hint="use I.buffer(f32, [1], ...)")
+    fill = b.scalar_of(b.expr(kwargs["fill"]), dtype, kwargs["fill"].span, "the fill")
+    operands = [b.index_value(e, node.span) for e in extents]
+    op = b.emit("buffer", operands, [TensorType(dtype, _static(extents))], {"dtype": str(dtype)}, span=node.span)
+    buf = op.result
+    b.shapes[id(buf)] = list(extents)
+    b.mutable.add(id(buf))
+    _buffers(b).add(id(buf))
+    _fill(b, buf, operands, fill, node.span)
+    return buf
+
+
+def _fill(b, buf: Value, extents: list[Value], fill: Value, span) -> None:
+    """Every element of a new buffer gets ``fill``: a parallel nest of unique stores."""
+    zero, one = b.const(0, INDEX, span), b.const(1, INDEX, span)
+    domains = [b.emit("domain", [zero, e, one], [DOMAIN], span=span).result for e in extents]
+    points = [Value(INDEX, f"f{k}") for k in range(len(extents))]
+    body = Block(points, [Op("store", [buf] + points + [fill], span=span, attrs={"inbounds": [True] * len(points)}),
+                          Op("yield", [], span=span)])
+    b.emit("parallel", domains, [], regions=[body], span=span)
+
+
+# ---- RNG (N1, N2) -------------------------------------------------------------------------------------------------
+def _words(b, node, count: int, what: str) -> list:
+    value = b.expr(node)
+    items = list(value.items) if isinstance(value, TupleValue) else None
+    if items is None or len(items) != count:
+        raise error(f"the {what} is a tuple of {count} u32 words", node.span, rule="N1",
+                    hint=f"e.g. ({', '.join(['seed'] + ['0'] * (count - 1))})" if what == "key" else
+                    "e.g. (I.cast(i, u32), 0, 0, 0)")
+    words = []
+    for item in items:
+        if isinstance(item, Literal):
+            words.append(b.const(literal_as(item, U32, "N1"), U32, node.span))
+        elif isinstance(item, Value) and element_dtype(item.type) == U32:
+            words.append(item)
+        else:
+            got = element_dtype(item.type) if isinstance(item, Value) else "this value"
+            raise error(f"the {what} words are u32, got {got}", node.span, rule="N1",
+                        hint="convert with I.cast(x, u32) (integers keep their low 32 bits)")
+    return words
+
+
+def philox_words(b, node: ast.Call, what: str) -> list:
+    _keywords(node, ("dtype",) if what == "uniform" else (), what)
+    if len(node.args) != 2:
+        raise error(f"I.{what}(key, counter) takes a key (k0, k1) and a counter (c0, c1, c2, c3)", node.span,
+                    rule="N1", hint="the words are u32; a counter names the random numbers, e.g. (I.cast(i, u32), "
+                                    "0, 0, 0)")
+    words = _words(b, node.args[0], 2, "key") + _words(b, node.args[1], 4, "counter")
+    words, shape = _relation(b, words, [node.span] * 6, node.span)
+    words = [broadcast_to(b, w, [], shape, node.span) if shape is not None and not _is_tensor(w) else w
+             for w in words]
+    rtype = TensorType(U32, _static(shape)) if shape is not None else U32
+    op = b.emit("philox", words, [rtype] * 4, span=node.span)
+    if shape is not None:
+        for r in op.results:
+            b.shapes[id(r)] = list(shape)
+    return list(op.results)
+
+
+def _philox(b, node: ast.Call):
+    return TupleValue(tuple(philox_words(b, node, "philox")))
+
+
+def _cast(b, value: Value, dtype: DType, span) -> Value:
+    rtype = TensorType(dtype, value.type.shape) if _is_tensor(value) else dtype
+    op = b.emit("cast", [value], [rtype], span=span)
+    if _is_tensor(value):
+        b.shapes[id(op.result)] = b.shape_of(value)
+    return op.result
+
+
+def _uniform(b, node: ast.Call):
+    dtype = DTYPES["f32"]
+    for kw in node.keywords:
+        if kw.name == "dtype":
+            dtype = dtype_of(kw.value)
+    if dtype.name not in ("f32", "f64"):
+        raise error(f"I.uniform gives f32 or f64, not {dtype}", node.span, rule="N1")
+    words = philox_words(b, node, "uniform")
+    span = node.span
+    if dtype.name == "f32":  # 24 random bits per word: exactly representable, in [0, 1)
+        out = []
+        for w in words:
+            top = b.binary(">>", w, Literal(8, span), span, span, span)
+            out.append(b.binary("*", _cast(b, top, dtype, span), Literal(2.0 ** -24, span), span, span, span))
+        return TupleValue(tuple(out))
+    out = []
+    for hi, lo in ((words[0], words[1]), (words[2], words[3])):  # 53 random bits per pair
+        h = b.binary("<<", _cast(b, hi, U64, span), Literal(21, span), span, span, span)
+        l = b.binary(">>", _cast(b, lo, U64, span), Literal(11, span), span, span, span)
+        bits = b.binary("^", h, l, span, span, span)
+        out.append(b.binary("*", _cast(b, bits, dtype, span), Literal(2.0 ** -53, span), span, span, span))
+    return TupleValue(tuple(out))
+
+
+# ---- ragged relations (G1-G3) ----------------------------------------------------------------------------------
+def _domain(b, node, what: str) -> Value:
+    value = b.expr(node)
+    if isinstance(value, Value) and value.type == DOMAIN:
+        return value
+    raise error(f"{what} must be a domain", node.span, rule="G1",
+                hint="e.g. I.domain(0, n) or x.axis(0)")
+
+
+def _ragged(b, node: ast.Call):
+    kwargs = _keywords(node, ("mapping",), "ragged")
+    if len(node.args) != 3:
+        raise error("I.ragged(outer, member_source, offsets, mapping=None) takes an outer domain, a member "
+                    "domain and an offsets tensor", node.span, rule="G1",
+                    hint="members of g are member_source[offsets[g]:offsets[g+1]]")
+    outer = _domain(b, node.args[0], "the outer relation of I.ragged")
+    source = _domain(b, node.args[1], "the member source of I.ragged")
+    offsets = _tensor(b, node.args[2], "the offsets of I.ragged", "G1")
+    if offsets.type.rank != 1 or not offsets.type.dtype.is_int:
+        raise error(f"the offsets are a 1-D integer tensor, got {offsets.type}", node.args[2].span, rule="G1")
+    mapping = None
+    if "mapping" in kwargs:
+        mapping = _tensor(b, kwargs["mapping"], "the mapping of I.ragged", "G2")
+        if mapping.type.rank != 1 or not mapping.type.dtype.is_int:
+            raise error(f"the mapping is a 1-D integer tensor, got {mapping.type}", kwargs["mapping"].span,
+                        rule="G2")
+    _check_offsets(b, outer, source, offsets, node.span)
+    return RaggedRef(outer, source, offsets, mapping)
+
+
+def _check_offsets(b, outer: Value, source: Value, offsets: Value, span) -> None:
+    """For every g of the outer domain, in order: source.begin <= offsets[g] <= offsets[g+1]
+    <= source.end (G2), checked before anything that follows can write."""
+    g = Value(INDEX, "g")
+    mbegin = b.emit("dom_begin", [source], [INDEX], span=span).result
+    mend = b.emit("dom_end", [source], [INDEX], span=span).result
+
+    def body():
+        a, c = _bounds(b, offsets, g, span)
+        for cond, args, what in (
+                ((a, c), (g, a, c), "ragged offsets (G2): segment %lld runs backwards: offsets[g] = %lld > "
+                                    "offsets[g + 1] = %lld"),
+                ((mbegin, a), (g, a, mbegin), "ragged offsets (G2): segment %lld begins at %lld, before the member "
+                                              "domain's begin %lld"),
+                ((c, mend), (g, c, mend), "ragged offsets (G2): segment %lld ends at %lld, past the member "
+                                          "domain's end %lld")):
+            ok = b.emit("cmp", list(cond), [BOOL], {"pred": "le"}, span=span).result
+            b.emit("assert_true", [ok] + list(args), span=span, attrs={"what": what, "rule": "G2", "code": "bounds"})
+        b.block.ops.append(Op("yield", [], span=span))
+
+    block, _ = b.region([g], b.scope, body)
+    b.emit("for", [outer], [], regions=[block], span=span)
+
+
+def _bounds(b, offsets: Value, g: Value, span) -> tuple[Value, Value]:
+    one = b.const(1, INDEX, span)
+    g1 = b.emit("add", [g, one], [INDEX], span=span).result
+    out = []
+    for at in (g, g1):
+        v = b.emit("load", [offsets, at], [offsets.type.dtype], span=span).result
+        out.append(v if offsets.type.dtype == INDEX else b.emit("cast", [v], [INDEX], span=span).result)
+    return out[0], out[1]
+
+
+def _members(b, node: ast.Call):
+    _keywords(node, (), "members")
+    if len(node.args) != 2:
+        raise error("I.members(r, g) takes a ragged relation and an outer coordinate", node.span, rule="G2")
+    ragged = b.expr(node.args[0])
+    if not isinstance(ragged, RaggedRef):
+        raise error("the first argument of I.members is a relation made by I.ragged(...)", node.args[0].span,
+                    rule="G2", hint="r = I.ragged(outer, member_source, offsets)")
+    g = b.as_index(b.expr(node.args[1]), node.args[1].span)
+    a, c = _bounds(b, ragged.offsets, g, node.span)
+    sub = b.emit("subregion", [ragged.source, a, c], [DOMAIN], span=node.span).result
+    if ragged.mapping is None:
+        return sub
+    ids = b.emit("indices", [sub], [TensorType(INDEX, (None,))], span=node.span).result
+    b.shapes[id(ids)] = [b.emit("dom_len", [sub], [INDEX], span=node.span).result]
+    mapped = gather(b, ragged.mapping, [ids], [node.span], None, None, node.span)
+    return _index(b, mapped, node.span)
+
+
+__all__ = ["MEMORY_BUILTINS", "memory_builtin", "subscript_read", "subscript_write", "RaggedRef", "DTypeRef"]
