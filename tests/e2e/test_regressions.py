@@ -84,10 +84,6 @@ def h(a: i32) -> i32:
     return v
 
 @intent.kernel
-def k(x: i32[N]) -> i32[N]:
-    out: i32 = 0
-    return x
-@intent.kernel
 def k2(x: i32[N], out: mut i32[N]):
     for i in I.parallel(x.axis(0)):
         out[i] = h(x[i])
@@ -101,3 +97,26 @@ def test_helper_tail_return_sees_names_after_an_early_return(differential):
     x = np.array([-5, 0, 3, 4, 100], np.int32)
     run = differential(HELPER_RETURNS, "k2", x, np.zeros(5, np.int32))
     np.testing.assert_array_equal(run.args[1], [-4, 1, 4, 8, 200])
+
+
+GENERIC_HELPER = """\
+import intent as I
+
+@intent.fn
+def h(x: u32[S, T]) -> u32[S, T]:
+    return x + 3
+
+@intent.kernel
+def k(x1: u32[1, N]) -> u32[1, N]:
+    return h(x1)
+"""
+
+
+def test_helper_called_with_a_more_static_shape(differential):
+    """A helper is generic over extents; called with `u32[1, N]` for `u32[S, T]`, its
+    inlined body mixed the caller's static type with its own (`add` of tensor<u32[1, ?]>
+    and tensor<u32[?, ?]>) and the build died in the verifier with a traceback. Fixed in
+    inline_helpers (the operand enters through a whole view of the declared type)."""
+    x = np.array([[0, 1, 2**32 - 1]], np.uint32)
+    run = differential(GENERIC_HELPER, "k", x)
+    np.testing.assert_array_equal(run.result, (x + np.uint32(3)))

@@ -8,8 +8,9 @@ the inlined program means what the call meant. Helpers stay in the module for ``
 """
 from __future__ import annotations
 
-from intentc.kir.core import Block, Function, Module, Op
+from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.rewrite import clone_op, replace_uses
+from intentc.kir.types import INDEX, TensorType
 
 
 def run(module: Module) -> Module:
@@ -34,7 +35,8 @@ def _inline_block(block: Block, functions: dict[str, Function], depth: int) -> N
             new_ops.append(op)
             continue
         callee = functions[op.attrs["callee"]]
-        mapping = {id(arg): operand for arg, operand in zip(callee.args, op.operands)}
+        mapping = {id(arg): _as_declared(operand, arg.type, new_ops)
+                   for arg, operand in zip(callee.args, op.operands)}
         body_ops = [clone_op(inner, mapping) for inner in callee.body.ops]
         ret = body_ops.pop()
         inlined = Block([], body_ops)
@@ -43,3 +45,21 @@ def _inline_block(block: Block, functions: dict[str, Function], depth: int) -> N
         for result, value in zip(op.results, ret.operands):
             results_map[id(result)] = value
     block.ops = new_ops
+
+
+def _as_declared(operand: Value, declared, out: list[Op]) -> Value:
+    """``operand`` as a value of the parameter's declared type. A helper is generic over
+    extents, so a caller may pass ``tensor<f32[1, ?]>`` for ``tensor<f32[?, ?]>``; the
+    helper's body was typed with the declared type, so it gets the operand through a
+    whole view (the identity relation) of that type."""
+    if operand.type == declared or not isinstance(declared, TensorType):
+        return operand
+    operands = [operand]
+    for axis in range(declared.rank):
+        zero = Op("const", [], [INDEX], {"value": 0})
+        extent = Op("dim", [operand], [INDEX], {"axis": axis})
+        out += [zero, extent]
+        operands += [zero.result, extent.result]
+    view = Op("view", operands, [declared], {"axes": ["range"] * declared.rank}, result_hints=[operand.hint])
+    out.append(view)
+    return view.result
