@@ -13,9 +13,11 @@ pointwise arithmetic: no fast-math, no FMA contraction, no flush-to-zero). What 
   word with an atomic compare-and-swap and records which check failed and its arguments
   (docs/ptx-abi.md, "Status"); every thread that fails returns, and every launch returns
   at once when the status word is already set;
-- ``exp``, ``log``, float ``**`` and float ``%`` call CUDA's libdevice (linked into the
-  module, ``__nv_expf`` & co.); ``sqrt`` is the correctly rounded ``sqrt.rn``. Without a
-  libdevice those operations are rejected (T7), never emitted as unresolved calls.
+- ``exp``, ``log`` and ``tanh`` are intentc's own functions (``mathlib.py``, inlined): the
+  same bits as on the CPU targets and in the interpreter. Float ``**`` and float ``%``
+  call CUDA's libdevice (linked into the module, ``__nv_powf`` & co.); ``sqrt`` is the
+  correctly rounded ``sqrt.rn``. Without a libdevice ``**`` and float ``%`` are rejected
+  (T7), never emitted as unresolved calls.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ STATUS_ARGS = 4  # check arguments recorded in the status buffer
 LIBDEVICE_ENV = "INTENTC_LIBDEVICE"
 
 _ARG_TYPES = {"ptr": GLOBAL, "f32": ir.FloatType(), "f64": ir.DoubleType()}
-_LIBDEVICE_NAMES = {"exp": "exp", "log": "log", "pow": "pow", "mod": "fmod"}
+_LIBDEVICE_NAMES = {"pow": "pow", "mod": "fmod"}
 
 
 def _arg_ir_type(name: str) -> ir.Type:
@@ -319,11 +321,6 @@ class GpuKernelEmitter(FunctionEmitter):
             raise UnsupportedError(f"'{op}' on {dtype}")
         t = args[0].type
         return b.call(self.mod.libdevice(op, dtype, t, [t] * len(args)), args)
-
-    def unary(self, op: str, a: ir.Value, dtype: DType) -> ir.Value:
-        if op in ("exp", "log") and dtype.is_float:
-            return self.math(op, [a], dtype)
-        return super().unary(op, a, dtype)
 
     def binary(self, op: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
         if dtype.is_float and op == "pow":

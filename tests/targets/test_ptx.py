@@ -396,14 +396,17 @@ def test_unsupported_dtype_is_t7(tmp_path):
 
 def test_math_without_libdevice_is_t7(tmp_path, monkeypatch):
     monkeypatch.setattr(emit_nvptx, "find_libdevice", lambda: None)
-    source = "import intent as I\n\n@intent.kernel\ndef k(x: f32[N]) -> f32[N]:\n    return I.exp(x)\n"
+    source = "import intent as I\n\n@intent.kernel\ndef k(x: f32[N]) -> f32[N]:\n    return x ** x\n"
     text = _diagnostic(source, tmp_path, "sm_80")
     assert "error[T7]: not supported on target sm_80" in text and "libdevice" in text and "CUDA_HOME" in text
-    # sqrt needs no libdevice.
-    path = tmp_path / "s.intent"
-    path.write_text(source.replace("I.exp", "I.sqrt"))
-    build(path, tmp_path / "s.ptx", "sm_80")
-    assert "sqrt.rn.f32" in (tmp_path / "s.ptx").read_text()
+    # sqrt, exp, log and tanh need no libdevice (exp, log, tanh: intentc's own, inlined).
+    for name in ("sqrt", "exp", "log", "tanh"):
+        path = tmp_path / f"{name}.intent"
+        path.write_text(source.replace("x ** x", f"I.{name}(x)"))
+        build(path, tmp_path / f"{name}.ptx", "sm_80")
+        ptx = (tmp_path / f"{name}.ptx").read_text()
+        assert "call" not in ptx and "fma" not in ptx, name
+    assert "sqrt.rn.f32" in (tmp_path / "sqrt.ptx").read_text()
 
 
 def test_unresolved_call_is_refused():
