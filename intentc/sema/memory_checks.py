@@ -1,0 +1,637 @@
+"""Unique stores (M4) and races (P3, A3) as queries on the KIR of each kernel.
+
+For every write into a tensor shared by the points of enclosing ``parallel`` loops (a
+parameter, or a buffer defined outside them) the destination relation must be *provably
+injective*: distinct points (and, for a scatter, distinct lanes) write distinct elements.
+The proof uses the affine forms of ``provenance.py``: each index is ``c + sum(a_k * atom_k)``;
+an atom is a *point* (of a parallel loop the tensor is shared by, or a lane coordinate of a
+scatter), *invariant* (defined outside those loops) or *varying* (anything else: inner loop
+points, data read inside). Proven injective when
+
+1. the axes free of varying atoms, as linear maps of the points, have full column rank
+   (``out[i]``, ``out[2*i+1]``, ``out[j, i]``, ``out[n-1-i]``, ``out[i, k]`` with an inner k);
+2. or one axis is ``j (+ invariant)`` with ``j`` an ordered-loop point over the members
+   ``s[offsets[g]:offsets[g+1]]`` of the parallel point ``g`` of a ragged relation whose
+   offsets ``I.ragged`` validated (G2): segments of distinct points are disjoint;
+3. or one axis is ``pos[p] (+ c)`` where ``pos`` is an inclusive or exclusive ``I.cumsum`` of
+   ``w >= 0`` (``I.cast`` of a bool tensor ``f``, or ``I.where(f, k > 0, 0)``) and the write only
+   happens where ``w[p] >= 1`` (an enclosing ``if f[p]`` or a scatter mask ``f``): positions of
+   written points strictly increase (stream compaction);
+4. or the author asserts it: ``I.scatter(..., unique=True)`` (checked by ``sanitize="unique"``).
+
+Otherwise the write is a compile error citing M4 (hint: ``I.scatter_reduce``). When every
+axis is free of varying atoms, executes unconditionally in its points and the map is not
+injective, two points provably write one element: the error cites P3 and names them. Two
+different accesses of one shared tensor (a write and a read, two writes, an atomic and a
+plain access) conflict provably when their maps have equal point coefficients and a
+non-zero integer point difference carries one onto the other (``out[i] = out[i + 1]``):
+a P3 (or A3) error. Conflicts the analysis cannot decide are left to ``sanitize="race"``.
+Atomics and ``scatter_reduce`` may collide with each other (M5, M6).
+
+Also sets each gather/scatter's ``space`` from the root of its relation (M2).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from intentc.diagnostics import CompileError, error
+from intentc.kir.core import Function, Module, Op, Value
+from intentc.kir.provenance import Affine, Provenance
+from intentc.kir.types import TensorType
+
+_RELATION_OPS = ("view", "reshape", "permute", "broadcast")
+_WRITES = ("store", "scatter")
+_ATOMIC = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store", "scatter_reduce")
+_HINT = ("colliding writes that combine belong in I.scatter_reduce(dst, idx, vals, combine=\"add\") or an "
+         "atomic (I.atomic_add); if the indices are unique by construction, assert it with "
+         "I.scatter(dst, idx, vals, unique=True) and test with sanitize=\"unique\"")
+
+
+def check_memory(module: Module) -> None:
+    diagnostics = []
+    for func in module.kernels:
+        try:
+            _Checker(func).run()
+        except CompileError as exc:
+            diagnostics += exc.diagnostics
+    if diagnostics:
+        raise CompileError(diagnostics)
+
+
+class _Access:
+    def __init__(self, op: Op, root: Value, kind: str, parallels: list, conditional: list, guards: list):
+        self.op = op
+        self.root = root
+        self.kind = kind  # read | write | atomic
+        self.parallels = parallels  # enclosing parallel ops, outermost first
+        self.conditional = conditional  # per enclosing parallel: something between may skip the access
+        self.guards = guards  # (condition value, branch taken) of enclosing ifs
+
+
+class _Checker:
+    def __init__(self, func: Function):
+        self.func = func
+        self.defs: dict[int, Op] = {}
+        self.scope: dict[int, tuple] = {}  # value id -> enclosing parallel ops
+        self.loop_domain: dict[int, Value] = {}  # ordered loop point -> its domain
+        self.accesses: list[_Access] = []
+        self.validated: list[tuple[Value, Value]] = []  # (offsets tensor, outer domain) checked by I.ragged
+        for arg in func.args:
+            self.scope[id(arg)] = ()
+        self.prov = Provenance(func)
+
+    # -- walking ---------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        self._walk(self.func.body, [], [], [])
+        self._spaces()
+        errors = []
+        for access in self.accesses:
+            try:
+                if access.kind == "write" and not access.op.attrs.get("unique"):
+                    self._check_unique(access)
+            except CompileError as exc:
+                errors += exc.diagnostics
+        if not errors:
+            try:
+                self._check_pairs()
+            except CompileError as exc:
+                errors += exc.diagnostics
+        if errors:
+            raise CompileError(errors)
+
+    def _walk(self, block, parallels: list, conditional: list, guards: list) -> None:
+        for arg in block.args:
+            self.scope.setdefault(id(arg), tuple(parallels))
+        for op in block.ops:
+            for r in op.results:
+                self.defs[id(r)] = op
+                self.scope[id(r)] = tuple(parallels)
+            self._access(op, parallels, conditional, guards)
+            if op.name == "assert_true" and op.attrs.get("rule") == "G2":
+                self._note_validation(op)
+            if op.name == "parallel":
+                self._walk(op.regions[0], parallels + [op], conditional + [False], guards)
+            elif op.name == "for":
+                self.loop_domain[id(op.regions[0].args[0])] = op.operands[0]
+                self._walk(op.regions[0], parallels, [True] * len(conditional), guards)
+            elif op.name == "if":
+                for region, taken in zip(op.regions, (True, False)):
+                    self._walk(region, parallels, [True] * len(conditional), guards + [(op.operands[0], taken)])
+            else:
+                for region in op.regions:
+                    self._walk(region, parallels, [True] * len(conditional), guards)
+
+    def _access(self, op: Op, parallels, conditional, guards) -> None:
+        name = op.name
+        if name in ("load", "gather"):
+            kind = "read"
+        elif name in _WRITES:
+            kind = "write"
+        elif name in _ATOMIC:
+            kind = "atomic"
+        else:
+            return
+        if not op.operands or not isinstance(op.operands[0].type, TensorType):
+            return
+        root = self.root(op.operands[0])
+        if root is None:
+            return  # an immutable tensor value: a pure selection, no memory effect
+        self.accesses.append(_Access(op, root, kind, list(parallels), list(conditional), list(guards)))
+
+    def root(self, value: Value) -> Value | None:
+        """The parameter or buffer a relation of tensors reads, or None for a computed value."""
+        while True:
+            op = self.defs.get(id(value))
+            if op is None:
+                return value  # a parameter
+            if op.name == "buffer":
+                return value
+            if op.name in _RELATION_OPS:
+                value = op.operands[0]
+                continue
+            return None
+
+    def _spaces(self) -> None:
+        for op in self.func.walk():
+            if op.name in ("gather", "scatter", "scatter_reduce"):
+                root = self.root(op.operands[0])
+                op.attrs["space"] = "value" if root is None else \
+                    "buffer" if self.defs.get(id(root)) is not None else "external"
+
+    def _note_validation(self, op: Op) -> None:
+        """I.ragged's check loop: assert_true(cmp(offsets[g], offsets[g+1])) inside for g in outer."""
+        cmp = self.defs.get(id(op.operands[0]))
+        if cmp is None or len(op.operands) < 2:
+            return
+        g = op.operands[1]
+        for operand in cmp.operands:
+            load = self._through_cast(operand)
+            if load is not None and load.name == "load" and load.operands[1] is g and id(g) in self.loop_domain:
+                self.validated.append((load.operands[0], self.loop_domain[id(g)]))
+                return
+
+    def _through_cast(self, value: Value) -> Op | None:
+        op = self.defs.get(id(value))
+        while op is not None and op.name == "cast":
+            op = self.defs.get(id(op.operands[0]))
+        return op
+
+    # -- affine forms ----------------------------------------------------------------------------------------------
+    def shared(self, access: _Access) -> list[Op]:
+        """The enclosing parallel loops whose points share the accessed tensor."""
+        inside = self.scope.get(id(access.root), ())
+        return [p for p in access.parallels if p not in inside and not _single_point(self, p)]
+
+    def point_keys(self, parallels: list[Op]) -> list[int]:
+        return [id(a) for p in parallels for a in p.regions[0].args]
+
+    def classify(self, key: int, parallels: list[Op], points: list[int]) -> str:
+        if key in points:
+            return "point"
+        value = self.prov.values.get(key)
+        inside = self.scope.get(key, ())
+        if value is None or any(p in inside for p in parallels):
+            return "varying"
+        return "invariant"
+
+    def scalar_form(self, value: Value) -> Affine | None:
+        if not self.prov.representable(value):
+            return None
+        return self.prov.affine(value)
+
+    def lane_form(self, value: Value, lanes: list[int]) -> Affine | None:
+        """The affine form of one lane of a scatter's index tensor, over lane coordinate keys."""
+        if not isinstance(value.type, TensorType):
+            return self.scalar_form(value)
+        op = self.defs.get(id(value))
+        if op is None:
+            return None
+        if op.name == "broadcast":
+            source = op.operands[0]
+            if not isinstance(source.type, TensorType):
+                return self.scalar_form(source)
+            sub = []
+            for k, axis in enumerate(op.attrs["map"]):
+                if source.type.shape[k] == 1:
+                    sub.append(None)
+                elif self._extent(source, k) is op.operands[1 + axis] or source.type.shape[k] is not None:
+                    sub.append(lanes[axis])
+                else:
+                    return None
+            return self.lane_form(source, [s for s in sub]) if None not in sub else None
+        if op.name == "indices":
+            begin, step = self._domain_begin_step(op.operands[0])
+            if begin is None:
+                return None
+            return begin + Affine.atom(lanes[0]).scale(step)
+        if op.name in ("add", "sub"):
+            a, b = (self.lane_form(v, lanes) for v in op.operands)
+            if a is None or b is None:
+                return None
+            return a + b if op.name == "add" else a - b
+        if op.name == "neg":
+            a = self.lane_form(op.operands[0], lanes)
+            return a.scale(-1) if a is not None else None
+        if op.name == "mul":
+            forms = [self.lane_form(v, lanes) for v in op.operands]
+            if None in forms:
+                return None
+            a, b = forms
+            if not a.terms:
+                return b.scale(a.const)
+            if not b.terms:
+                return a.scale(b.const)
+        return None
+
+    def _extent(self, tensor: Value, axis: int):
+        for op in self.func.walk():
+            if op.name == "dim" and op.operands[0] is tensor and op.attrs.get("axis") == axis:
+                return op.results[0]
+        return None
+
+    def _domain_begin_step(self, domain: Value) -> tuple[Affine | None, int]:
+        op = self.defs.get(id(domain))
+        if op is None:
+            return None, 0
+        if op.name == "domain":
+            step = self.prov._const(op.operands[2])
+            begin = self.scalar_form(op.operands[0])
+            return (begin, step) if step else (None, 0)
+        if op.name == "subregion":
+            _, step = self._domain_begin_step(op.operands[0])
+            if step == 1:
+                return self.scalar_form(op.operands[1]), 1
+        return None, 0
+
+    # -- M4: unique stores ---------------------------------------------------------------------------------------
+    def _check_unique(self, access: _Access) -> None:
+        op = access.op
+        parallels = self.shared(access)
+        tensor_lanes = op.name == "scatter" and any(isinstance(v.type, TensorType) for v in op.operands[1:])
+        if not parallels and not tensor_lanes:
+            return
+        rank = access.root.type.rank
+        indices = op.operands[1:1 + rank]
+        lanes = []
+        if tensor_lanes:
+            shape_rank = next(v.type.rank for v in op.operands[1:] if isinstance(v.type, TensorType))
+            lanes = [-(k + 1) for k in range(shape_rank)]
+        points = self.point_keys(parallels)
+        columns = points + lanes
+        forms = [self.lane_form(v, lanes) if tensor_lanes else self.scalar_form(v) for v in indices]
+        clean, unknown = [], False
+        for form in forms:
+            if form is None:
+                unknown = True
+                continue
+            kinds = {self.classify(k, parallels, points) if k >= 0 else "point" for k, _ in form.terms}
+            if "varying" in kinds:
+                unknown = True
+                continue
+            clean.append(form)
+        matrix = [[_coeff(form, c) for c in columns] for form in clean]
+        if _rank(matrix) == len(columns):
+            return
+        if self._ragged_disjoint(access, parallels, indices) or self._monotone(access, parallels, indices, lanes):
+            return
+        where = self._points_text(parallels, lanes)
+        name = _tensor_name(self.func, access.root)
+        conditional = any(access.conditional[access.parallels.index(p)] for p in parallels) or \
+            (access.guards and any(_inside(self, access, g) for g in access.guards)) or \
+            bool(op.attrs.get("masked"))
+        if not unknown and not conditional and parallels and not lanes:
+            d = _null_vector(matrix, len(columns))
+            if d is not None:
+                raise error(f"data race: {self._pair_text(parallels, d)} both write the same element of '{name}'",
+                            op.span, rule="P3",
+                            hint="give every point its own element (e.g. out[i]), or combine the colliding "
+                                 "writes with I.scatter_reduce or an atomic (I.atomic_add)")
+        what = "data-derived or not affine (C6)" if unknown else "not injective"
+        raise error(f"cannot prove that this write into '{name}' is unique (M4): its index relation over "
+                    f"{where} is {what}", op.span, rule="M4", hint=_HINT)
+
+    def _points_text(self, parallels, lanes) -> str:
+        names = [a.hint or "p" for p in parallels for a in p.regions[0].args]
+        parts = []
+        if names:
+            parts.append("the points (" + ", ".join(names) + ") of I.parallel")
+        if lanes:
+            parts.append("the lanes of the scatter")
+        return " and ".join(parts)
+
+    def _pair_text(self, parallels, d) -> str:
+        names = [a.hint or f"p{k}" for k, a in enumerate(a for p in parallels for a in p.regions[0].args)]
+        first = ", ".join(names)
+        second = ", ".join(n if c == 0 else f"{n} {'+' if c > 0 else '-'} {abs(c)}" for n, c in zip(names, d))
+        return f"the points ({first}) and ({second})"
+
+    def _ragged_disjoint(self, access: _Access, parallels, indices) -> bool:
+        if len(parallels) != 1 or len(parallels[0].regions[0].args) != 1:
+            return False
+        g = parallels[0].regions[0].args[0]
+        for index in indices:
+            form = self.scalar_form(index)
+            if form is None:
+                continue
+            loops = [(k, c) for k, c in form.terms if k in self.loop_domain]
+            rest = [k for k, _ in form.terms if k not in self.loop_domain]
+            if len(loops) != 1 or loops[0][1] not in (1, -1):
+                continue
+            if any(self.classify(k, parallels, []) == "varying" for k in rest):
+                continue
+            sub = self.defs.get(id(self.loop_domain[loops[0][0]]))
+            if sub is None or sub.name != "subregion":
+                continue
+            lo, hi = (self._through_cast(v) for v in sub.operands[1:])
+            if lo is None or hi is None or lo.name != "load" or hi.name != "load" or lo.operands[0] is not \
+                    hi.operands[0]:
+                continue
+            if lo.operands[1] is not g or self.scalar_form(hi.operands[1]) != self.scalar_form(g).shift(1):
+                continue
+            if self._validated(lo.operands[0], parallels[0].operands[0]):
+                return True
+        return False
+
+    def _validated(self, offsets: Value, domain: Value) -> bool:
+        for tensor, outer in self.validated:
+            if tensor is offsets and _same_domain(self, outer, domain):
+                return True
+        return False
+
+    def _monotone(self, access: _Access, parallels, indices, lanes) -> bool:
+        """Stream compaction: index pos[p] (+ c) with pos a cumsum of w >= 0 and w[p] >= 1 where written."""
+        if len(parallels) + (1 if lanes else 0) != 1 or len(lanes) > 1:
+            return False
+        op = access.op
+        for index in indices:
+            if lanes:
+                scan, at = self._scan_lane(index)
+                if scan is None or not op.attrs.get("masked"):
+                    continue
+                weights = scan.operands[0]
+                if self._implies_positive(op.operands[-1], weights, None, lanes=True):
+                    return True
+                continue
+            if len(parallels[0].regions[0].args) != 1:
+                return False
+            p = parallels[0].regions[0].args[0]
+            scan, at = self._scan_element(index)
+            if scan is None or at is not p:
+                continue
+            weights = scan.operands[0]
+            for cond, taken in access.guards:
+                if taken and self._implies_positive(cond, weights, p):
+                    return True
+            if op.attrs.get("masked") and self._implies_positive(op.operands[-1], weights, p):
+                return True
+        return False
+
+    def _scan_element(self, index: Value):
+        """(scan op, position) when ``index`` is ``cast(load(S, position)) (+ const)`` of a cumsum S."""
+        op = self.defs.get(id(index))
+        while op is not None and op.name in ("add", "sub", "cast"):
+            if op.name == "cast":
+                index = op.operands[0]
+            else:
+                consts = [self.prov._const(v) for v in op.operands]
+                if consts[1] is None:
+                    return None, None
+                index = op.operands[0]
+            op = self.defs.get(id(index))
+        if op is None or op.name != "load":
+            return None, None
+        scan = self._cumsum(op.operands[0])
+        return (scan, op.operands[1]) if scan is not None and len(op.operands) == 2 else (None, None)
+
+    def _scan_lane(self, index: Value):
+        op = self.defs.get(id(index))
+        while op is not None and op.name in ("cast", "add", "sub", "broadcast"):
+            if op.name in ("add", "sub"):
+                other = op.operands[1]
+                oop = self.defs.get(id(other))
+                if oop is not None and oop.name == "broadcast":
+                    other = oop.operands[0]
+                if not _is_const_op(self, other):
+                    return None, None
+            index = op.operands[0]
+            op = self.defs.get(id(index))
+        scan = self._cumsum(index)
+        return (scan, None) if scan is not None else (None, None)
+
+    def _cumsum(self, value: Value) -> Op | None:
+        op = self.defs.get(id(value))
+        if op is None or op.name != "scan" or op.attrs.get("arity") != 1 or op.attrs.get("reverse"):
+            return None
+        if op.attrs.get("has_init") or op.operands[0].type.rank != 1 or not op.operands[0].type.dtype.is_int:
+            return None
+        body = [o.name for o in op.regions[0].ops]
+        if body != ["add", "yield"]:
+            return None
+        return op if self._nonnegative(op.operands[0]) else None
+
+    def _nonnegative(self, weights: Value) -> bool:
+        op = self.defs.get(id(weights))
+        if op is None:
+            return False
+        if op.name == "cast":
+            return op.operands[0].type.dtype.is_bool
+        if op.name == "select":
+            return all(self._const_at_least(v, 0) for v in op.operands[1:])
+        return False
+
+    def _const_at_least(self, value: Value, bound: int) -> bool:
+        op = self.defs.get(id(value))
+        if op is not None and op.name == "broadcast":
+            value = op.operands[0]
+            op = self.defs.get(id(value))
+        return op is not None and op.name == "const" and isinstance(op.attrs.get("value"), int) and \
+            op.attrs["value"] >= bound
+
+    def _implies_positive(self, cond: Value, weights: Value, point, lanes: bool = False) -> bool:
+        """Whether ``cond`` (at the point, or lane-wise) implies weights >= 1 there."""
+        wop = self.defs.get(id(weights))
+        if wop is None:
+            return False
+        flags = wop.operands[0] if wop.name in ("cast", "select") else None
+        if wop.name == "select" and not self._const_at_least(wop.operands[1], 1):
+            return False
+        if flags is None:
+            return False
+        if lanes:
+            return cond is flags
+        cop = self.defs.get(id(cond))
+        return cop is not None and cop.name == "load" and cop.operands[0] is flags and cop.operands[1] is point
+
+    # -- P3 / A3: provable conflicts between two accesses ---------------------------------------------------
+    def _check_pairs(self) -> None:
+        by_root: dict[int, list[_Access]] = {}
+        for access in self.accesses:
+            by_root.setdefault(id(access.root), []).append(access)
+        for group in by_root.values():
+            writes = [a for a in group if a.kind in ("write", "atomic") and a.op.name != "atomic_load"]
+            for w in writes:
+                for other in group:
+                    if other is w or (other.kind == "atomic" and w.kind == "atomic"):
+                        continue
+                    if other.kind != "read" and id(other.op) < id(w.op) and other in writes:
+                        continue  # each pair of writes once
+                    self._pair(w, other)
+
+    def _pair(self, w: _Access, other: _Access) -> None:
+        parallels = [p for p in self.shared(w) if p in other.parallels and p in self.shared(other)]
+        if not parallels:
+            return
+        for access in (w, other):
+            if any(access.conditional[access.parallels.index(p)] for p in parallels) or access.op.attrs.get("masked"):
+                return
+            if any(isinstance(v.type, TensorType) for v in access.op.operands[1:1 + access.root.type.rank]):
+                return
+        points = self.point_keys(parallels)
+        rank = w.root.type.rank
+        fw = [self.scalar_form(v) for v in w.op.operands[1:1 + rank]]
+        fo = [self.scalar_form(v) for v in other.op.operands[1:1 + rank]]
+        if None in fw or None in fo:
+            return
+        matrix, delta = [], []
+        for a, b in zip(fw, fo):
+            for form in (a, b):
+                if any(self.classify(k, parallels, points) == "varying" for k, _ in form.terms):
+                    return
+            if [_coeff(a, c) for c in points] != [_coeff(b, c) for c in points]:
+                return
+            inv_a = Affine(0, tuple((k, c) for k, c in a.terms if k not in points))
+            inv_b = Affine(0, tuple((k, c) for k, c in b.terms if k not in points))
+            if inv_a != inv_b:
+                return
+            matrix.append([_coeff(a, c) for c in points])
+            delta.append(b.const - a.const)  # W(p + d) = O(p)  <=>  M d = c_O - c_W
+        d = _integer_solution(matrix, delta, len(points))
+        if d is None or not any(d):
+            return
+        name = _tensor_name(self.func, w.root)
+        atomic = "atomic" in (w.kind, other.kind)
+        verb = {"read": "reads", "write": "writes", "atomic": "updates atomically"}
+        raise error(f"data race on '{name}': {self._pair_text(parallels, [-c for c in d])} — one {verb[w.kind]} "
+                    f"an element that the other {verb[other.kind]} (line {other.op.span.line if other.op.span else '?'})",
+                    w.op.span, rule="A3" if atomic else "P3",
+                    hint="points of I.parallel may not touch each other's elements unless every access is atomic; "
+                         "read from an input and write to a separate output, or use atomics throughout")
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------------
+def _coeff(form: Affine, key: int) -> int:
+    return dict(form.terms).get(key, 0)
+
+
+def _rank(matrix: list[list[int]]) -> int:
+    rows = [[Fraction(x) for x in row] for row in matrix]
+    rank = 0
+    cols = len(rows[0]) if rows else 0
+    for c in range(cols):
+        pivot = next((r for r in range(rank, len(rows)) if rows[r][c] != 0), None)
+        if pivot is None:
+            continue
+        rows[rank], rows[pivot] = rows[pivot], rows[rank]
+        for r in range(len(rows)):
+            if r != rank and rows[r][c] != 0:
+                f = rows[r][c] / rows[rank][c]
+                rows[r] = [x - f * y for x, y in zip(rows[r], rows[rank])]
+        rank += 1
+    return rank
+
+
+def _reduce(matrix, rhs, cols):
+    rows = [[Fraction(x) for x in row] + [Fraction(b)] for row, b in zip(matrix, rhs)]
+    pivots = []
+    rank = 0
+    for c in range(cols):
+        pivot = next((r for r in range(rank, len(rows)) if rows[r][c] != 0), None)
+        if pivot is None:
+            continue
+        rows[rank], rows[pivot] = rows[pivot], rows[rank]
+        lead = rows[rank][c]
+        rows[rank] = [x / lead for x in rows[rank]]
+        for r in range(len(rows)):
+            if r != rank and rows[r][c] != 0:
+                f = rows[r][c]
+                rows[r] = [x - f * y for x, y in zip(rows[r], rows[rank])]
+        pivots.append(c)
+        rank += 1
+    return rows, pivots, rank
+
+
+def _null_vector(matrix, cols) -> list[int] | None:
+    """A non-zero integer vector d with M d = 0 (M has fewer independent rows than columns)."""
+    rows, pivots, _ = _reduce(matrix, [0] * len(matrix), cols)
+    free = [c for c in range(cols) if c not in pivots]
+    if not free:
+        return None
+    d = [Fraction(0)] * cols
+    d[free[0]] = Fraction(1)
+    for r, c in enumerate(pivots):
+        d[c] = -rows[r][free[0]]
+    scale = 1
+    for x in d:
+        scale = scale * x.denominator // _gcd(scale, x.denominator)
+    return [int(x * scale) for x in d]
+
+
+def _integer_solution(matrix, rhs, cols) -> list[int] | None:
+    """An integer d with M d = rhs (free variables 0; for a zero rhs a null vector), or None."""
+    if not any(rhs):
+        return _null_vector(matrix, cols)
+    rows, pivots, rank = _reduce(matrix, rhs, cols)
+    if any(all(x == 0 for x in row[:-1]) and row[-1] != 0 for row in rows):
+        return None  # inconsistent
+    d = [Fraction(0)] * cols
+    for r, c in enumerate(pivots):
+        d[c] = rows[r][-1]
+    if any(x.denominator != 1 for x in d):
+        return None
+    return [int(x) for x in d]
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _tensor_name(func: Function, value: Value) -> str:
+    for param, arg in zip(func.params, func.args):
+        if arg is value:
+            return param.name
+    return value.hint or "the buffer"
+
+
+def _single_point(checker: _Checker, parallel: Op) -> bool:
+    """A parallel loop over domains of statically at most one point has no second point."""
+    for domain in parallel.operands:
+        op = checker.defs.get(id(domain))
+        if op is None or op.name != "domain":
+            return False
+        consts = [checker.prov._const(v) for v in op.operands]
+        if None in consts or consts[2] <= 0 or consts[1] - consts[0] > consts[2]:
+            return False
+    return True
+
+
+def _same_domain(checker: _Checker, a: Value, b: Value) -> bool:
+    if a is b:
+        return True
+    oa, ob = checker.defs.get(id(a)), checker.defs.get(id(b))
+    if oa is None or ob is None or oa.name != "domain" or ob.name != "domain":
+        return False
+    return all(checker.prov.affine(x) == checker.prov.affine(y) for x, y in zip(oa.operands, ob.operands))
+
+
+def _is_const_op(checker: _Checker, value: Value) -> bool:
+    op = checker.defs.get(id(value))
+    return op is not None and op.name == "const"
+
+
+def _inside(checker: _Checker, access: _Access, guard) -> bool:
+    """Whether a guarding ``if`` sits inside one of the parallel loops the tensor is shared by."""
+    cond, _ = guard
+    inside = checker.scope.get(id(cond), ())
+    return any(p in inside for p in checker.shared(access))
