@@ -32,13 +32,21 @@ def frontend(text: str, path: str) -> Module:
     from intentc.parse import parse_source
     from intentc.sema import build_module
 
-    module = build_module(parse_source(text, path), module_name(path))
+    try:
+        module = build_module(parse_source(text, path), module_name(path))
+    except RecursionError:
+        raise _too_deep() from None
     try:
         verify_module(module)
     except VerifyError as exc:  # a compiler bug, reported as such rather than a traceback
         raise error(f"internal error: the compiler built invalid KIR: {exc}",
                     hint="please report this with the source file") from None
     return module
+
+
+def _too_deep() -> CompileError:
+    return error("the program nests too deeply for the compiler (expressions or blocks)",
+                 hint="split a deeply nested expression or block into several statements or helpers")
 
 
 def read_source(path: str | Path) -> str:
@@ -63,7 +71,10 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
         spec = resolve_target(target, cpu)
     except ValueError as exc:
         raise error(str(exc), hint="docs/targets.md describes each target") from None
-    program = lower(module)
+    try:
+        program = lower(module)
+    except RecursionError:
+        raise _too_deep() from None
     manifest = module_manifest(module, Path(path).name)
     try:
         if spec.is_gpu:

@@ -68,6 +68,9 @@ def parse_source(text: str, path: str = "<input>") -> ast.Module:
         raise error(f"syntax error: {exc}", Span(source, 0, 1)) from None
     try:
         return ToAst(source).transform(tree)
+    except RecursionError:
+        raise error("the program nests too deeply for the compiler (expressions or blocks)",
+                    hint="split a deeply nested expression or block into several statements or helpers") from None
     except VisitError as exc:
         if isinstance(exc.orig_exc, CompileError):
             raise exc.orig_exc from None

@@ -236,7 +236,14 @@ class ToAst(Transformer):
         return ast.Name(self._span(meta), str(children[0]))
 
     def int_literal(self, meta, children):
-        return ast.Constant(self._span(meta), int(str(children[0]).replace("_", ""), 0))
+        text = str(children[0]).replace("_", "")
+        if len(text) > 1 and text[0] == "0" and text[1].isdigit() and text.strip("0"):
+            raise error(f"an integer literal cannot start with 0: '{text}'", self._span(meta),
+                        hint=f"write {text.lstrip('0')}")
+        if len(text) > 1100:  # more than 4096 bits in any base: no dtype holds it
+            raise error("this integer literal is too long for any dtype", self._span(meta),
+                        hint="integer dtypes hold at most 64 bits")
+        return ast.Constant(self._span(meta), int(text, 0))
 
     def float_literal(self, meta, children):
         return ast.Constant(self._span(meta), float(str(children[0]).replace("_", "")))

@@ -33,6 +33,7 @@ _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%"
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 _UNARY_MATH = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "abs": "abs"}
 _BINARY_MATH = {"minimum": "min", "maximum": "max"}
+_MAX_CONST_BITS = 4096  # constant folding stops here: no dtype holds more than 64 bits
 # Every other name builtin() accepts (listed in the hint of "unknown builtin").
 _OTHER_BUILTINS = ("argmax", "argmin", "cast", "domain", "indices", "join", "parallel", "permute", "reduce",
                    "reshape", "scan", "transpose", "where")
@@ -735,6 +736,11 @@ class FunctionBuilder(Structured, Regions):
             if op in "&|^" and isinstance(x, bool) and isinstance(y, bool):
                 return Literal({"&": x and y, "|": x or y, "^": x != y}[op], span)
             raise error(f"'{op}' is not defined on bool literals", span)
+        if isinstance(x, int) and isinstance(y, int) and y > 0 and (
+                (op == "**" and abs(x) > 1 and (abs(x).bit_length() - 1) * y > _MAX_CONST_BITS)
+                or (op == "<<" and x and y > _MAX_CONST_BITS)):
+            raise error(f"the constant expression '{op}' is too large for any dtype", span,
+                        hint="integer dtypes hold at most 64 bits")
         try:
             if op == "/":
                 return Literal(float(x) / float(y), span)
@@ -747,6 +753,9 @@ class FunctionBuilder(Structured, Regions):
             raise error("division by zero in a constant expression", span) from None
         except (OverflowError, ValueError):
             raise error("this constant expression has no finite value", span) from None
+        if isinstance(result, int) and result.bit_length() > _MAX_CONST_BITS:
+            raise error(f"the constant expression '{op}' is too large for any dtype", span,
+                        hint="integer dtypes hold at most 64 bits")
         return Literal(result, span)
 
     def common_dtype(self, left, right, lspan, rspan, span) -> DType:

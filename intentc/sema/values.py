@@ -62,7 +62,11 @@ def literal_as(lit: Literal, dtype: DType, rule: str | None = None) -> int | flo
         raise error(f"a bool literal cannot be used as {dtype}", lit.span, rule=rule,
                     hint=f"use I.cast({value}, {dtype})")
     if dtype.is_float:
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise error(f"this literal ({value.bit_length()} bits) is too large for {dtype}", lit.span, rule=rule,
+                        hint="write a smaller value, or I.inf for infinity") from None
     if isinstance(value, float):
         if not math.isfinite(value) or value != int(value):
             raise error(f"the literal {value!r} is not an integer, but {dtype} is expected", lit.span,
