@@ -75,6 +75,8 @@ from intentc.kir.extents import names as extent_names
 from intentc.kir.types import DType, DomainType, TensorType, element_dtype
 
 PARALLEL_ORDERS = ("forward", "reverse", "shuffle")
+# None; "laws" (region ops, interp_structured.py); "race", "unique", "race,unique" (interp_memory.py)
+SANITIZERS = (None, "laws", "race", "unique", "race,unique")
 
 E_DTYPE, E_RANK, E_SHAPE, E_STRIDE, E_BOUNDS, E_DOMAIN = -2, -3, -4, -5, -6, -7
 
@@ -483,8 +485,8 @@ class Interpreter:
     fresh permutation for every ``parallel`` op executed, from ``seed``)."""
 
     def __init__(self, module: Module, parallel_order: str = "forward", seed: int = 0, sanitize: str | None = None):
-        if sanitize not in (None, "laws"):
-            raise ValueError(f"sanitize must be None or 'laws', got {sanitize!r}")
+        if sanitize not in SANITIZERS:
+            raise ValueError(f"sanitize must be one of {SANITIZERS}, got {sanitize!r}")
         self.sanitize = sanitize
         self.seed = seed
         if parallel_order not in PARALLEL_ORDERS:
@@ -1089,7 +1091,10 @@ def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str 
     written in place, returned tensors are new arrays shaped by the declared extents.
     ``parallel_order`` ("forward", "reverse" or "shuffle" with ``seed``) picks the order in
     which ``parallel`` points run. ``sanitize="laws"`` checks the laws of every region op
-    under random segmentations (``interp_structured.LawViolation``). (A kernel whose
+    under random segmentations (``interp_structured.LawViolation``); ``sanitize="race"``
+    reports conflicting accesses of two parallel points (``interp_memory.RaceError``, P3) and
+    ``sanitize="unique"`` a ``unique=True`` scatter that writes one element twice
+    (``interp_memory.UniqueViolation``, M4); ``"race,unique"`` does both. (A kernel whose
     parameters are named ``parallel_order``, ``seed`` or ``sanitize`` can be run with
     ``Interpreter(module).call(...)``.)
     """
@@ -1102,3 +1107,8 @@ def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str 
 from intentc.kir.interp_structured import HANDLERS as _STRUCTURED_HANDLERS  # noqa: E402
 
 _HANDLERS.update(_STRUCTURED_HANDLERS)
+
+from intentc.kir.interp_memory import HANDLERS as _MEMORY_HANDLERS, SANITIZED as _SANITIZED  # noqa: E402
+
+_HANDLERS.update(_MEMORY_HANDLERS)
+_HANDLERS.update(_SANITIZED)  # they run the plain handlers unless a race/unique sanitizer is on

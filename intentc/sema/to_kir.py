@@ -22,6 +22,8 @@ from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, DomainType, Te
 from intentc.parse import ast
 from intentc.sema.annotations import annotation, dtype_of, result_annotations
 from intentc.sema.contract import BUILTINS as CONTRACT_BUILTINS, structured_builtin
+from intentc.sema.memory import MEMORY_BUILTINS, memory_builtin, subscript_read, subscript_write
+from intentc.sema.memory_checks import check_memory
 from intentc.sema.normalize import is_parallel_loop, normalize_function
 from intentc.sema.regions import Regions, check_region_helpers
 from intentc.sema.structured import REDUCTIONS, SCANS, Structured
@@ -78,6 +80,7 @@ def build_module(tree: ast.Module, name: str) -> Module:
                     hint="decorate an entry point with @intent.kernel; @intent.fn helpers are not exported")
     _check_recursion(module)
     check_region_helpers(module)
+    check_memory(module)  # M4 unique stores, P3/A3 provable races, M2 spaces
     return module
 
 
@@ -444,9 +447,7 @@ class FunctionBuilder(Structured, Regions):
             what = f"parameter '{name}' is read-only" if name else "this tensor is an immutable value"
             raise error(f"cannot store: {what}", target.value.span, rule="M2",
                         hint="declare the parameter as `mut` to write into it" if name else None)
-        indices = self.indices(target, tensor)
-        element = self.scalar_of(value, tensor.type.dtype, span, f"an element of '{self.params[id(tensor)]}'")
-        self.emit("store", [tensor] + indices + [element], span=span)
+        subscript_write(self, target, tensor, value, span)  # a store, or a scatter for tensor indices (M4)
 
     # -- structured control -------------------------------------------------------------------
     def condition(self, expr) -> Value:
@@ -903,8 +904,7 @@ class FunctionBuilder(Structured, Regions):
             raise error("only tensors, domains and tuples can be indexed", node.value.span)
         if any(isinstance(item, ast.Slice) for item in node.indices):
             return self.view(base, node)
-        indices = self.indices(node, base)
-        return self.emit("load", [base] + indices, [base.type.dtype], span=node.span).result
+        return subscript_read(self, base, node)  # a load, or a gather for tensor indices (M1)
 
     def subregion(self, domain: Value, node: ast.Subscript) -> Value:
         """``d[a:b]``: the contiguous members of ``d`` in ``[a, b)`` (D4); checked, never clamped (D5)."""
@@ -1192,6 +1192,8 @@ class FunctionBuilder(Structured, Regions):
             return self.emit("domain", operands, [DOMAIN], span=node.span).result
         if name in CONTRACT_BUILTINS:  # T3, T6
             return structured_builtin(self, name, node)
+        if name in MEMORY_BUILTINS:  # M1-M6, A1-A2, N1-N2, G1-G3
+            return memory_builtin(self, name, node)
         if kwargs and name not in REDUCTIONS and name not in SCANS and name not in (
                 "argmax", "argmin", "reduce", "scan", "region_fold", "region_scan"):
             raise error(f"I.{name} takes no keyword arguments", node.span)
@@ -1283,7 +1285,8 @@ class FunctionBuilder(Structured, Regions):
         if name == "parallel":
             raise error("I.parallel(...) is only iterated by a for loop", node.span, rule="P1",
                         hint="write `for p in I.parallel(domain):`")
-        known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS) | set(REDUCTIONS) | set(SCANS))
+        known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS) | set(REDUCTIONS) | set(SCANS)
+                       | set(MEMORY_BUILTINS))
         close = difflib.get_close_matches(name, known, n=1)
         raise error(f"unknown builtin I.{name}", node.func.span,
                     hint=(f"did you mean I.{close[0]}? " if close else "") + "the builtins are "
