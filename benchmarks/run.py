@@ -19,6 +19,11 @@ import os
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 for _var in ("OMP_NUM_THREADS", "INTENT_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ[_var] = str(THREADS)
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines for older OpenBLAS builds) slow
+# the current NumPy down (bench/TARGETS.md): the OpenBLAS baseline runs without them. They
+# are dropped before NumPy loads; no other contender uses OpenBLAS.
+BLAS_ENV_DROPPED = {_var: os.environ.pop(_var) for _var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+                    if _var in os.environ}
 
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
@@ -149,8 +154,11 @@ class Benchmark:
     quick_n: int
     bytes_per_element: int  # memory traffic per element, for GB/s
     target: str             # the intentc target of bench/TARGETS.md
-    target_ratio: float     # ... as a ratio to the C baseline
+    target_ratio: float     # ... as a ratio (time) to the baseline
     setup: Callable[[int, Tools], tuple[np.ndarray, Contenders]] = field(repr=False)
+    baseline: str = C_LABEL  # the contender every ratio refers to
+    flops: Callable[[int], float] | None = None  # floating-point operations per call: GFLOP/s
+    rtol: float = 1e-5      # tolerance of the result check (rtol = atol)
 
 
 BENCHMARKS: dict[str, Benchmark] = {}
@@ -245,6 +253,104 @@ def triad(n: int, tools: Tools):
     return b + s * cc, c
 
 
+if numba is not None:
+    @numba.njit(parallel=True)
+    def _numba_sgemm(a, b, c):
+        m, k = a.shape
+        n = b.shape[1]
+        for i in numba.prange(m):
+            for j in range(n):
+                c[i, j] = 0.0
+            for p in range(k):
+                av = a[i, p]
+                for j in range(n):
+                    c[i, j] += av * b[p, j]
+
+    @numba.njit(parallel=True)
+    def _numba_histogram(x, bins, lo, hi, out):
+        """One private histogram per thread over a contiguous slice, summed at the end."""
+        threads = numba.get_num_threads()
+        chunk = (x.shape[0] + threads - 1) // threads
+        private = np.zeros((threads, bins), np.int64)
+        scale = bins / (hi - lo)
+        for t in numba.prange(threads):
+            for i in range(t * chunk, min(x.shape[0], (t + 1) * chunk)):
+                v = x[i]
+                if v >= lo and v <= hi:
+                    b = int((v - lo) * scale)
+                    private[t, min(b, bins - 1)] += 1
+        out[:] = 0
+        for t in range(threads):
+            out += private[t]
+
+
+OPENBLAS = "NumPy (OpenBLAS)"
+
+
+def sgemm(n: int, tools: Tools):
+    """C = A B with n x n f32 matrices; the baseline is OpenBLAS through np.matmul."""
+    rng = np.random.default_rng(3)
+    a, b = (rng.uniform(-1, 1, (n, n)).astype(np.float32) for _ in range(2))
+    out = np.empty((n, n), np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(BENCH / "kernels" / "sgemm.intent")
+        return lambda: m.sgemm(a, b, out=out)
+
+    def c_omp():
+        fn = tools.c_function("sgemm.c", "sgemm_c", [ctypes.c_int64] * 3 + [ctypes.c_void_p] * 3)
+        args = (n, n, n, a.ctypes.data, b.ctypes.data, out.ctypes.data)
+        return lambda: (fn(*args), out)[1]
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_sgemm(a, b, out), out)[1]
+
+    c.add("intentc", intent)
+    c.add(OPENBLAS, lambda: lambda: np.matmul(a, b, out=out))
+    c.add(C_LABEL + " (ikj)", c_omp)
+    c.add("Numba parallel (ikj)", numba_parallel)
+    return a @ b, c
+
+
+for _name, _n, _quick in (("sgemm", 1024, 512), ("sgemm2048", 2048, 1024)):
+    benchmark(name=_name, title="sgemm C = A·B (f32, n × n)", n=_n, quick_n=_quick, bytes_per_element=12,
+              target="≥ 0.85 × OpenBLAS", target_ratio=1 / 0.85, baseline=OPENBLAS, flops=lambda n: 2.0 * n ** 3,
+              rtol=2e-3)(sgemm)
+
+
+@benchmark(name="histogram", title="histogram of f32 values in [0, 1) → 256 bins", n=2**24, quick_n=2**22,
+           bytes_per_element=4, target="≤ 1.0 × Numba", target_ratio=1.0, baseline="Numba parallel")
+def histogram(n: int, tools: Tools):
+    rng = np.random.default_rng(4)
+    x = rng.random(n, dtype=np.float32)
+    out = np.empty(256, np.int64)
+    want = np.bincount(np.minimum((x * np.float32(256)).astype(np.int64), 255), minlength=256)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(BENCH / "kernels" / "histogram.intent")
+        return lambda: m.histogram(x, out=out)
+
+    def c_omp():
+        fn = tools.c_function("histogram.c", "histogram_c", [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                                                             ctypes.c_float, ctypes.c_float, ctypes.c_void_p])
+        args = (n, x.ctypes.data, 256, 0.0, 1.0, out.ctypes.data)
+        return lambda: (fn(*args), out)[1]
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_histogram(x, 256, np.float32(0.0), np.float32(1.0), out), out)[1]
+
+    c.add("intentc", intent)
+    c.add("Numba parallel", numba_parallel)
+    c.add(C_LABEL, c_omp)
+    c.add("NumPy histogram", lambda: lambda: np.histogram(x, 256, (0.0, 1.0))[0])
+    c.add("NumPy bincount", lambda: lambda: np.bincount((x * np.float32(256)).astype(np.intp), minlength=256))
+    return want, c
+
+
 # ------------------------------------------------------------------------ running
 
 def time_calls(call: Callable[[], np.ndarray], count: int) -> list[float]:
@@ -267,7 +373,7 @@ def run_benchmark(bench: Benchmark, n: int, tools: Tools, warmup: int, repeats: 
         try:
             for _ in range(warmup):
                 got = call()
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got, want, rtol=bench.rtol, atol=bench.rtol)
             exact[label] = bool(np.array_equal(got, want))
         except Exception as e:  # a wrong result or a failing call: reported, not timed
             errors[label] = " ".join(f"{type(e).__name__}: {e}".split())[:200]
@@ -289,27 +395,33 @@ def run_benchmark(bench: Benchmark, n: int, tools: Tools, warmup: int, repeats: 
             "repetitions": len(samples),
             "exact": exact[label],
         }
+        if bench.flops is not None:
+            results[label]["gflop_per_s"] = bench.flops(n) / median / 1e9
     base = results.get(C_LABEL, {}).get("median_ms")
+    baseline = results.get(bench.baseline, {}).get("median_ms")
     for figures in results.values():
         figures["ratio_to_c"] = figures["median_ms"] / base if base else None
+        figures["ratio"] = figures["median_ms"] / baseline if baseline else None
     return {"title": bench.title, "n": n, "bytes_per_element": bench.bytes_per_element,
-            "target": bench.target, "results": results,
+            "baseline": bench.baseline, "target": bench.target, "results": results,
             "not_run": {**contenders.unavailable, **errors}, "errors": sorted(errors)}
 
 
 def show(bench: Benchmark, record: dict) -> None:
     table = Table(title=f"{bench.title}, N = 2^{record['n'].bit_length() - 1} = {record['n']:,}",
                   caption=f"intentc target: {bench.target}")
-    for column in ("tool", "median ms", "min ms", f"GB/s ({record['bytes_per_element']} B/elem)", "× C"):
+    rate = "GFLOP/s" if bench.flops is not None else f"GB/s ({record['bytes_per_element']} B/elem)"
+    versus = "× C" if bench.baseline == C_LABEL else f"× {bench.baseline}"
+    for column in ("tool", "median ms", "min ms", rate, versus):
         table.add_column(column, justify="left" if column == "tool" else "right")
     for label, f in record["results"].items():
-        ratio = f["ratio_to_c"]
+        ratio = f["ratio"]
         ratio_text = "—" if ratio is None else f"{ratio:.2f}"
         if label == "intentc" and ratio is not None:
             colour = "green" if ratio <= bench.target_ratio else "red"
             ratio_text = f"[{colour}]{ratio_text}[/]"
-        table.add_row(label, f"{f['median_ms']:.2f}", f"{f['min_ms']:.2f}", f"{f['gb_per_s']:.1f}",
-                      ratio_text)
+        speed = f["gflop_per_s"] if bench.flops is not None else f["gb_per_s"]
+        table.add_row(label, f"{f['median_ms']:.2f}", f"{f['min_ms']:.2f}", f"{speed:.1f}", ratio_text)
     for label, why in record["not_run"].items():
         colour = "red" if label in record["errors"] or label == "intentc" else "dim"
         table.add_row(label, f"[{colour}]not run: {escape(why)}[/]", "", "", "")
@@ -369,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     tools = Tools(BUILD)
     report = {"generated": datetime.datetime.now().isoformat(timespec="seconds"),
               "quick": args.quick, "repeats": repeats, "warmup": warmup,
-              "machine": machine(), "c_flags": C_FLAGS, "benchmarks": {}}
+              "machine": machine(), "c_flags": C_FLAGS, "blas_env_dropped": BLAS_ENV_DROPPED, "benchmarks": {}}
     console.rule(f"intentc benchmarks · {THREADS} threads · median of {repeats} after {warmup} warm-up")
     busy = other_load()
     report["busy_cpus_before"] = busy
