@@ -321,6 +321,10 @@ class FunctionEmitter:
             return b.load(self.slot(e.var))
         if isinstance(e, P.Field):
             return self.field(e.tensor.name, e.kind, e.axis)
+        if isinstance(e, P.Atomic):  # M6: codegen/atomics.py
+            from intentc.codegen.atomics import emit_atomic
+
+            return emit_atomic(self, e)
         if isinstance(e, P.Load):
             ptr = self.address(e.tensor, e.offset)
             value = b.load(ptr, align=e.tensor.dtype.itemsize, typ=mem_type(e.dtype))
@@ -651,7 +655,7 @@ def _walk(stmts, reads: set, writes: set, tensors: set | None = None) -> None:
 
 
 def _expr_tensors(e: P.Expr, out: set) -> None:
-    if isinstance(e, (P.Field, P.Load)):
+    if isinstance(e, (P.Field, P.Load, P.Atomic)):
         out.add(e.tensor)
     for child in ("a", "b", "c", "cond", "offset"):
         sub = getattr(e, child, None)

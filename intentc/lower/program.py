@@ -139,6 +139,22 @@ class Load(Expr):
     offset: Expr  # in elements from the data pointer
 
 
+@dataclass(frozen=True)
+class Atomic(Expr):
+    """An atomic access of one element (M6): ``op`` is an RMW operation (add sub min max and or
+    xor exchange: ``a`` is the operand), ``cas`` (``a`` expected, ``b`` desired), ``load`` or
+    ``store`` (``a`` the value); ``order`` relaxed/acquire/release/acq_rel. The value is the
+    element's old value (for ``store``: the stored one). It is evaluated exactly once, where
+    its ``Assign`` stands."""
+
+    tensor: TensorSym
+    offset: Expr
+    op: str
+    order: str
+    a: Expr | None = None
+    b: Expr | None = None
+
+
 # ---- statements -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Stmt:
@@ -243,6 +259,9 @@ def format_expr(e: Expr) -> str:
         return f"splat<{e.dtype}>({format_expr(e.a)})"
     if isinstance(e, MulAdd):
         return f"muladd({format_expr(e.a)}, {format_expr(e.b)}, {format_expr(e.c)})"
+    if isinstance(e, Atomic):
+        args = "".join(", " + format_expr(x) for x in (e.a, e.b) if x is not None)
+        return f"atomic_{e.op}.{e.order}(&{e.tensor.name}.data[{format_expr(e.offset)}]{args})"
     if isinstance(e, Load):
         lanes = f" x{e.dtype.lanes}" if isinstance(e.dtype, VectorType) else ""
         return f"{e.tensor.name}.data[{format_expr(e.offset)}{lanes}]"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from intentc.kir.extents import build as build_extent
 from intentc.lower.structured_expansion import StructuredExpansion
 from intentc.lower.contract_lowering import ContractExpansion
+from intentc.lower.memory_lowering import MATERIALIZED as MEMORY_OPS, MemoryExpansion
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
@@ -29,7 +30,7 @@ def run(module: Module) -> Module:
     return module
 
 
-class _Expander(StructuredExpansion, ContractExpansion):
+class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion):
     def __init__(self, func: Function):
         self.func = func
         self.params = {id(v) for v in func.args if isinstance(v.type, TensorType)}
@@ -139,6 +140,9 @@ class _Expander(StructuredExpansion, ContractExpansion):
             if op.name == "region_fold":
                 self.materialize_region_fold(op, replace)
                 continue
+            if op.name in MEMORY_OPS:  # buffers, gathers, scatters, philox: memory_lowering.py
+                self.materialize_memory(op, replace)
+                continue
             if op.name == "region_scan":
                 self.materialize_region_scan(op, replace)
                 continue
@@ -192,7 +196,7 @@ class _Expander(StructuredExpansion, ContractExpansion):
                     return self.emit("sub", [end, begin], [INDEX]).result
                 k += 1
                 position += 2
-        for operand in op.operands:
+        for operand in op.operands[1:] if op.name == "gather" else op.operands:  # a gather: its indices' shape
             if isinstance(operand.type, TensorType):
                 return self.extent(operand, axis)
         raise AssertionError(f"no extent for {op.name}")
@@ -269,6 +273,8 @@ class _Expander(StructuredExpansion, ContractExpansion):
             operands = [self.element(v, indices, span, proven) for v in op.operands]
             dtype = op.result.type.dtype
             return self.emit(op.name, operands, [dtype], dict(op.attrs), op.span).result
+        if op.name in ("gather", "philox"):  # M1, N1: memory_lowering.py
+            return self.memory_element(op, value, indices, span, proven)
         raise NotImplementedError(f"cannot expand '{op.name}' element-wise")
 
     def _broadcast_index(self, source: Value, axis: int, result_extent: Value, index: Value) -> Value:

@@ -24,6 +24,7 @@ from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
 from intentc.lower.contract_lowering import lower_contract_tiles
+from intentc.lower.memory_lowering import ATOMIC_OPS, lower_atomic
 
 FOLD_CHAINS = 4  # independent chains of an ordered fold (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
@@ -158,6 +159,8 @@ class _KernelLowering:
             return [P.Alloc(sym, tuple(self.read(v) for v in op.operands))]
         if name in ("return", "yield", "condition"):
             return []
+        if name in ATOMIC_OPS:  # M6: program.Atomic on the checked element address
+            return lower_atomic(self, op)
         raise NotImplementedError(f"no physical lowering for KIR op '{name}'")
 
     # -- relations ---------------------------------------------------------------------------

@@ -1,0 +1,392 @@
+"""How lowering treats the memory ops (ops_memory.py): gathers, masks, scatters,
+scatter_reduce, atomics and Philox.
+
+In ``expand_tensor_exprs`` (``MemoryExpansion``, mixed into its expander):
+
+- a tensor ``gather`` is consumed element by element like any tensor expression: one
+  element is ``src[element(i_0), ..., element(i_{r-1})]``, so ``x[idx[j]] * w[j]`` is one
+  fused loop with no temporaries (M1). Where every index is ``indices(d)`` of a subregion
+  chain of ``src``'s own axis domain, the access is in bounds by the subregion checks (D4,
+  D5) and needs no check of its own — the inner loops of ragged reductions vectorise;
+- a masked lane becomes ``if valid { load } else { fill }``: an invalid lane touches no
+  memory and runs no bounds check (M3); a masked store becomes ``if valid { store }``;
+- ``scatter`` with tensor lanes becomes a loop nest over the lanes (``parallel`` at the top
+  of a kernel — M4 proved the writes distinct — else ordered) of checked stores;
+- ``scatter_reduce`` at the top of a kernel is privatised: the lanes are cut into
+  ``privatized_blocks(n, size(dst))`` blocks (sizes only, never the thread count), each
+  block folds its lanes in order into a private copy of ``dst`` that starts at the identity
+  (every index is checked there, so a bad index fails before ``dst`` is touched), and a
+  parallel loop over ``dst`` combines each element with the private copies in block order.
+  Exact and deterministic for integers; for floats deterministic, with the grouping the
+  interpreter defines (M5). Inside a parallel loop it combines each lane with an atomic
+  read-modify-write (M6; sema admits only exact combines there) or, into a tensor of the
+  point's own, with a plain one;
+- ``philox`` becomes u32 arithmetic: ten rounds of two 32x32->64 multiplies (``u64``
+  ``mul`` + ``shr 32``), xors and Weyl key bumps, which LLVM vectorises (N1).
+
+In ``to_physical`` (``lower_atomic``): every atomic op becomes a ``program.Atomic``
+expression on the element's address, after the element's bounds checks.
+"""
+from __future__ import annotations
+
+from intentc.kir.core import Block, Op, Value
+from intentc.kir.interp_memory import MAX_BLOCKS, MIN_BLOCK, PHILOX_M, PHILOX_W, PRIVATE_LIMIT, ROUNDS, exact_combine
+from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
+from intentc.lower import program as P
+
+U32, U64 = DTYPES["u32"], DTYPES["u64"]
+MATERIALIZED = ("buffer", "gather", "scatter", "scatter_reduce", "philox")
+ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
+
+
+class MemoryExpansion:
+    """Mixed into the expander: uses emit, element, extent, params, out, depth, defs, func."""
+
+    # -- statements ------------------------------------------------------------------------------------
+    def materialize_memory(self, op: Op, replace: dict) -> None:
+        if op.name == "buffer":
+            self.params.add(id(op.result))  # a tensor in memory from here on
+            if self.depth:
+                self._point_buffers()[id(op.result)] = self.depth
+            self.out.append(op)
+        elif op.name == "gather":
+            if not isinstance(op.result.type, TensorType):  # a masked element read
+                replace[id(op.result)] = self._gather_element(op, [], op.span, False)
+        elif op.name == "philox":
+            if not isinstance(op.results[0].type, TensorType):
+                for old, new in zip(op.results, self.philox_rounds(op.operands)):
+                    replace[id(old)] = new
+        elif op.name == "scatter":
+            self._scatter(op)
+        else:
+            self._scatter_reduce(op)
+
+    # -- elements of tensor expressions ----------------------------------------------------------------
+    def memory_element(self, op: Op, value: Value, indices: list[Value], span, proven: bool) -> Value:
+        if op.name == "gather":
+            return self._gather_element(op, indices, span, proven)
+        memo = getattr(self, "_philox_memo", None)
+        if memo is None:
+            memo = self._philox_memo = {}
+        key = (id(op), tuple(id(i) for i in indices), id(self.out))
+        if key not in memo:
+            words = [self.element(v, indices, span, proven) for v in op.operands]
+            memo[key] = (self.out, self.philox_rounds(words))
+        return memo[key][1][op.results.index(value)]
+
+    def _gather_element(self, op: Op, indices: list[Value], span, proven: bool) -> Value:
+        src = op.operands[0]
+        rank = src.type.rank
+        where = [self.element(v, indices, span, proven) for v in op.operands[1:1 + rank]]
+        in_bounds = self._gather_in_bounds(op)
+        if not op.attrs.get("masked"):
+            return self.element(src, where, span, in_bounds)
+        valid = self.element(op.operands[1 + rank], indices, span, proven)
+        fill = op.operands[2 + rank]
+        return self.guarded(valid, lambda: self.element(src, where, span, in_bounds), fill)
+
+    def guarded(self, cond: Value, build, fill: Value) -> Value:
+        """``if cond { build() } else { fill }``: the read in ``build`` runs only when valid."""
+        then = self._with_block([], lambda: [build()])
+        other = self._with_block([], lambda: [fill])
+        op = Op("if", [cond], [fill.type], None, [then, other])
+        self.out.append(op)
+        self.defs[id(op.result)] = op
+        return op.result
+
+    def _gather_in_bounds(self, op: Op) -> bool:
+        """Every index is ``indices(d)`` with ``d`` a subregion chain of the source's own axis k."""
+        src = op.operands[0]
+        if id(src) not in self.params:
+            return False
+        for axis, index in enumerate(op.operands[1:1 + src.type.rank]):
+            ids = self.defs.get(id(index))
+            if ids is None or ids.name != "indices":
+                return False
+            domain = self.defs.get(id(ids.operands[0]))
+            while domain is not None and domain.name == "subregion":
+                domain = self.defs.get(id(domain.operands[0]))
+            if domain is None or domain.name != "domain":
+                return False
+            begin, end, step = domain.operands
+            if self._const(begin) != 0 or not (self._const(step) or 0) > 0:
+                return False
+            if not self._same_extent(end, src, axis):
+                return False
+        return True
+
+    def _const(self, value: Value):
+        op = self.defs.get(id(value))
+        return op.attrs.get("value") if op is not None and op.name == "const" else None
+
+    def _same_extent(self, extent: Value, tensor: Value, axis: int) -> bool:
+        """``extent`` is the tensor's extent on ``axis``: the same value, or ``dim`` of a
+        parameter axis declared with the same extent name (checked equal on entry, S1)."""
+        if tensor.type.shape[axis] is not None and self._const(extent) == tensor.type.shape[axis]:
+            return True
+        if extent is self.extent(tensor, axis):
+            return True
+        names = {id(arg): param.extents for param, arg in zip(self.func.params, self.func.args)}
+
+        def name_of(value, t=None, a=None):
+            if t is not None:
+                extents = names.get(id(t), ())
+                return extents[a] if a < len(extents) and isinstance(extents[a], str) else None
+            op = self.defs.get(id(value))
+            if op is None or op.name != "dim":
+                return None
+            return name_of(None, op.operands[0], op.attrs["axis"])
+
+        mine = name_of(None, tensor, axis)
+        return mine is not None and name_of(extent) == mine
+
+    # -- scatter (M4) ---------------------------------------------------------------------------------------
+    def _lanes(self, op: Op, first: int) -> Value | None:
+        for v in op.operands[first:]:
+            if isinstance(v.type, TensorType):
+                return v
+        return None
+
+    def _scatter(self, op: Op) -> None:
+        dst = op.operands[0]
+        rank = dst.type.rank
+        index_ops, vals = op.operands[1:1 + rank], op.operands[1 + rank]
+        mask = op.operands[-1] if op.attrs.get("masked") else None
+        lanes = self._lanes(op, 1)
+
+        def write(points):
+            where = [self.element(v, points, op.span, True) for v in index_ops]
+            value = self.element(vals, points, op.span, True)
+
+            def store():
+                self.out.append(Op("store", [dst] + where + [value], span=op.span))
+                return []
+            if mask is None:
+                store()
+            else:
+                self.when(self.element(mask, points, op.span, True), store)
+
+        if lanes is None:
+            write([])
+            return
+        extents = [self.extent(lanes, a) for a in range(lanes.type.rank)]
+        self.loop_nest(extents, write, parallel=self.depth == 0)
+
+    def when(self, cond: Value, build) -> None:
+        then = self._with_block([], build)
+        other = self._with_block([], lambda: [])
+        self.out.append(Op("if", [cond], [], None, [then, other]))
+
+    def loop_nest(self, extents: list[Value], body, parallel: bool) -> None:
+        if parallel:
+            self.parallel(extents, body)
+            return
+        points: list[Value] = []
+
+        def level(k):
+            if k == len(extents):
+                body(points)
+                return []
+            t = Value(INDEX, f"l{k}")
+            points.append(t)
+            region = self._with_block([t], lambda: level(k + 1))
+            self.out.append(Op("for", [self.domain(extents[k])], [], None, [region]))
+            return []
+
+        level(0)
+
+    def serial_for(self, count: Value, body) -> None:
+        t = Value(INDEX, "t")
+        region = self._with_block([t], lambda: body(t) or [])
+        self.out.append(Op("for", [self.domain(count)], [], None, [region]))
+
+    # -- scatter_reduce (M5) ----------------------------------------------------------------------------------
+    def combine(self, op: Op, acc: Value, item: Value) -> Value:
+        return self.apply(op.regions[0], [acc], [item])[0]
+
+    def _scatter_reduce(self, op: Op) -> None:
+        dst = op.operands[0]
+        rank = dst.type.rank
+        lanes = self._lanes(op, 1)
+        if self.depth or lanes is None:
+            self._scatter_reduce_lanes(op, lanes)
+            return
+        self._privatized(op, lanes)
+
+    def _lane_parts(self, op: Op, points: list[Value]):
+        dst = op.operands[0]
+        rank = dst.type.rank
+        where = [self.element(v, points, op.span, True) for v in op.operands[1:1 + rank]]
+        value = self.element(op.operands[1 + rank], points, op.span, True)
+        valid = self.element(op.operands[-1], points, op.span, True) if op.attrs.get("masked") else None
+        return where, value, valid
+
+    def _scatter_reduce_lanes(self, op: Op, lanes: Value | None) -> None:
+        """Each lane in order: an atomic read-modify-write into a tensor shared by the parallel
+        points around, a plain one into a top-level or point-local tensor."""
+        dst = op.operands[0]
+        shared = self.depth > 0 and not self._local(dst)
+
+        def lane(points):
+            where, value, valid = self._lane_parts(op, points)
+
+            def update():
+                if shared:
+                    self.emit("atomic_rmw", [dst] + where + [value], [dst.type.dtype],
+                              {"op": op.attrs["combine"], "order": "relaxed"}, span=op.span)
+                else:
+                    old = self.emit("load", [dst] + where, [dst.type.dtype], span=op.span).result
+                    self.out.append(Op("store", [dst] + where + [self.combine(op, old, value)], span=op.span))
+                return []
+            if valid is None:
+                update()
+            else:
+                self.when(valid, update)
+
+        if lanes is None:
+            lane([])
+            return
+        self.loop_nest([self.extent(lanes, a) for a in range(lanes.type.rank)], lane, parallel=False)
+
+    def _point_buffers(self) -> dict:
+        if not hasattr(self, "_buffer_depths"):
+            self._buffer_depths = {}
+        return self._buffer_depths
+
+    def _local(self, tensor: Value) -> bool:
+        """A buffer created inside the innermost enclosing parallel point (its own copy)."""
+        return self._point_buffers().get(id(tensor)) == self.depth
+
+    def _privatized(self, op: Op, lanes: Value) -> None:
+        dst = op.operands[0]
+        rank = dst.type.rank
+        dtype = dst.type.dtype
+        identity = op.operands[2 + rank]
+        lane_extents = [self.extent(lanes, a) for a in range(lanes.type.rank)]
+        dst_extents = [self.extent(dst, a) for a in range(rank)]
+        n = self.product(lane_extents)
+        size = self.product(dst_extents)
+        block, blocks = self.private_blocks(n, size)
+        private = self.buffer(dtype, [blocks, size], op.span)
+
+        def accumulate(points):
+            (b,) = points
+
+            def reset(t):
+                self.out.append(Op("store", [private, b, t, identity], attrs={"inbounds": [True, True]}))
+            self.serial_for(size, reset)
+            start = self.ix("mul", b, block)
+            count = self.ix("min", block, self.ix("sub", n, start))
+
+            def lane(t):
+                coords = self.unravel(self.ix("add", start, t), lane_extents)
+                where, value, valid = self._lane_parts(op, coords)
+
+                def update():
+                    flat = self._checked_flat(op, where, dst_extents)
+                    old = self.emit("load", [private, b, flat], [dtype], {"inbounds": [True, True]}).result
+                    new = self.combine(op, old, value)
+                    self.out.append(Op("store", [private, b, flat, new], attrs={"inbounds": [True, True]}))
+                    return []
+                if valid is None:
+                    update()
+                else:
+                    self.when(valid, update)
+            self.serial_for(count, lane)
+
+        self.parallel([blocks], accumulate, grain=1)
+
+        def merge(points):
+            flat = self._flat(points, dst_extents)
+            start = self.emit("load", [dst] + list(points), [dtype], {"inbounds": [True] * rank}).result
+            t, acc = Value(INDEX, "t"), Value(dtype, "acc")
+
+            def step():  # strictly in block order: the grouping the interpreter defines
+                part = self.emit("load", [private, t, flat], [dtype], {"inbounds": [True, True]}).result
+                return [self.combine(op, acc, part)]
+            loop = Op("for", [self.domain(blocks), start], [dtype], None, [self._with_block([t, acc], step)])
+            self.out.append(loop)
+            total = loop.results[0]
+            self.out.append(Op("store", [dst] + list(points) + [total], attrs={"inbounds": [True] * rank}))
+
+        self.parallel(dst_extents, merge)
+
+    def private_blocks(self, n: Value, size: Value) -> tuple[Value, Value]:
+        """interp_memory.privatized_blocks, as index arithmetic."""
+        c = self.c
+        per = self.ix("floordiv", self.ix("add", n, c(MAX_BLOCKS - 1)), c(MAX_BLOCKS))
+        block = self.ix("max", per, c(MIN_BLOCK))
+        blocks = self.ix("floordiv", self.ix("add", n, self.ix("sub", block, c(1))), block)
+        cap = self.ix("max", c(1), self.ix("floordiv", c(PRIVATE_LIMIT), self.ix("max", size, c(1))))
+        over = self.emit("cmp", [blocks, cap], [BOOL], {"pred": "gt"}).result
+        capped = self.ix("floordiv", self.ix("add", n, self.ix("sub", cap, c(1))), cap)
+        block = self.emit("select", [over, capped, block], [INDEX]).result
+        blocks = self.ix("floordiv", self.ix("add", n, self.ix("sub", block, c(1))), block)
+        return block, blocks
+
+    def _flat(self, coords: list[Value], extents: list[Value]) -> Value:
+        flat = None
+        for coord, extent in zip(coords, extents):
+            flat = coord if flat is None else self.ix("add", self.ix("mul", flat, extent), coord)
+        return flat if flat is not None else self.c(0)
+
+    def _checked_flat(self, op: Op, where: list[Value], extents: list[Value]) -> Value:
+        """D5 for every index of a privatised lane, before anything of ``dst`` is written."""
+        name = _param_name(self.func, op.operands[0])
+        for axis, (index, extent) in enumerate(zip(where, extents)):
+            ok = self.emit("and", [self.emit("cmp", [index, self.c(0)], [BOOL], {"pred": "ge"}).result,
+                                   self.emit("cmp", [index, extent], [BOOL], {"pred": "lt"}).result], [BOOL]).result
+            self.emit("assert_true", [ok, index, extent], attrs={
+                "what": f"index %lld is out of range [0, %lld) on axis {axis} of '{name}'", "rule": "D5",
+                "code": "bounds"}, span=op.span)
+        return self._flat(where, extents)
+
+    # -- Philox4x32-10 (N1) ------------------------------------------------------------------------------------
+    def philox_rounds(self, words: list[Value]) -> list[Value]:
+        def const(value, dtype):
+            return self.emit("const", [], [dtype], {"value": value}).result
+
+        def op(name, a, b, dtype=U32):
+            return self.emit(name, [a, b], [dtype]).result
+
+        def cast(v, dtype):
+            return self.emit("cast", [v], [dtype]).result
+
+        k0, k1, c0, c1, c2, c3 = words
+        m0, m1 = const(PHILOX_M[0], U64), const(PHILOX_M[1], U64)
+        w0, w1 = const(PHILOX_W[0], U32), const(PHILOX_W[1], U32)
+        shift = const(32, U64)
+        for r in range(ROUNDS):
+            if r:
+                k0, k1 = op("add", k0, w0), op("add", k1, w1)
+            p0 = op("mul", cast(c0, U64), m0, U64)
+            p1 = op("mul", cast(c2, U64), m1, U64)
+            hi0, lo0 = cast(op("shr", p0, shift, U64), U32), cast(p0, U32)
+            hi1, lo1 = cast(op("shr", p1, shift, U64), U32), cast(p1, U32)
+            c0, c1, c2, c3 = op("xor", op("xor", hi1, c1), k0), lo1, op("xor", op("xor", hi0, c3), k1), lo0
+        return [c0, c1, c2, c3]
+
+
+def _param_name(func, value: Value) -> str:
+    for param, arg in zip(func.params, func.args):
+        if arg is value:
+            return param.name
+    return value.hint or "buffer"
+
+
+# ---- to_physical: atomics (M6, A1, A2) --------------------------------------------------------------------------
+def lower_atomic(lowering, op: Op) -> list:
+    tensor = op.operands[0]
+    rank = tensor.type.rank
+    checks, offset = lowering.address(op, tensor, op.operands[1:1 + rank])
+    sym = lowering.tensors[id(tensor)]
+    values = [lowering.read(v) for v in op.operands[1 + rank:]]
+    kind = {"atomic_rmw": op.attrs.get("op"), "atomic_cas": "cas", "atomic_load": "load",
+            "atomic_store": "store"}[op.name]
+    expr = P.Atomic(sym.dtype, sym, offset, kind, op.attrs["order"], *values)
+    if op.results:
+        return checks + lowering.assign(op.result, expr)
+    return checks + [P.Assign(lowering.fresh("stored", sym.dtype), expr)]
+
+
+__all__ = ["MemoryExpansion", "MATERIALIZED", "ATOMIC_OPS", "lower_atomic", "exact_combine", "Block"]
