@@ -190,7 +190,7 @@ class Structured:
             keepdims = self._flag(kwargs.get("keepdims"), False)
             if single:
                 ids = self._along_axis_indices(x, axes[0], node.span)
-                identity = [self.const(identity_of("max" if name == "argmin" else "min", dtype), dtype, node.span),
+                identity = [self.const(identity_of("max" if name == "argmax" else "min", dtype), dtype, node.span),
                             self.const(_INDEX_MAX, INDEX, node.span)]
                 if dtype.is_float:
                     identity[0] = self.const(-math.inf if name == "argmax" else math.inf, dtype, node.span)

@@ -38,6 +38,7 @@ _BINARY_MATH = {"minimum": "min", "maximum": "max"}
 _MAX_CONST_BITS = 4096  # constant folding stops here: no dtype holds more than 64 bits
 # Every other name builtin() accepts (listed in the hint of "unknown builtin").
 _OTHER_BUILTINS = ("argmax", "argmin", "cast", "domain", "indices", "join", "parallel", "permute", "reduce",
+                   "region_fold", "region_scan",
                    "reshape", "scan", "transpose", "where")
 
 
@@ -1282,6 +1283,16 @@ class FunctionBuilder(Structured, Regions):
             op = self.emit("indices", [domain], [TensorType(INDEX, (None,))], span=node.span)
             self.shapes[id(op.result)] = [self.emit("dom_len", [domain], [INDEX], span=node.span).result]
             return op.result
+        if name == "state_stream":
+            raise error("there is no I.state_stream: a body re-segmented by a compiler-chosen extent has no "
+                        "unique meaning", node.func.span, rule="R0",
+                        hint="use I.region_fold / I.region_scan with summarize and combine helpers, or an ordered "
+                             "for loop with carries")
+        if name == "partition":
+            raise error("there is no I.partition: observable parts are ordinary domains and subregions",
+                        node.func.span, rule="L2",
+                        hint="write the parts' bounds yourself, e.g. axis[lo:hi]; unobservable blocking is the "
+                             "compiler's job")
         if name == "parallel":
             raise error("I.parallel(...) is only iterated by a for loop", node.span, rule="P1",
                         hint="write `for p in I.parallel(domain):`")

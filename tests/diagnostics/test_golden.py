@@ -39,6 +39,12 @@ UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 
 # The rule ID that the first diagnostic of a case must cite (None: no rule applies).
 RULES = {
+    "region_helper_writes": "R4",
+    "region_helper_reads_element": "R5",
+    "region_helper_extent": "R5",
+    "region_combine_type": "R3",
+    "subregion_step": "D7",
+    "reshape_zero_infer": "S4",
     "parallel_break": "P4",
     "parallel_return": "P4",
     "parallel_carry": "P2",
@@ -86,6 +92,9 @@ CARETS = {
     "result_extent_unknown": "f32[M]",
     "missing_colon": ")",
     "unexpected_eof": "[",
+    "int_literal_leading_zero": "012",
+    "const_pow_too_large": "10 ** 10 ** 10",
+    "float_literal_overflow": "10 ** 400",
 }
 
 # Words the message or hint must contain: the values it names, what was expected.
@@ -111,6 +120,8 @@ MENTIONS = {
     "domain_step_negative": ["got -1"],
     "result_extent_unknown": ["'M'", "N"],
     "multiple_errors": ["'scale'", "'y' is f64"],
+    "int_literal_leading_zero": ["'012'", "write 12"],
+    "float_literal_overflow": ["f32", "I.inf"],
 }
 
 # How many diagnostics a case reports (1 unless listed).

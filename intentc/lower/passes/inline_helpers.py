@@ -37,10 +37,10 @@ def _inline_block(block: Block, functions: dict[str, Function], depth: int) -> N
         callee = functions[op.attrs["callee"]]
         mapping = {id(arg): _as_declared(operand, arg.type, new_ops)
                    for arg, operand in zip(callee.args, op.operands)}
-        body_ops = [clone_op(inner, mapping) for inner in callee.body.ops]
-        ret = body_ops.pop()
-        inlined = Block([], body_ops)
+        # Inline the callee's own calls first, so its return sees their results too.
+        inlined = Block([], [clone_op(inner, mapping) for inner in callee.body.ops])
         _inline_block(inlined, functions, depth + 1)
+        ret = inlined.ops.pop()
         new_ops += inlined.ops
         for result, value in zip(op.results, ret.operands):
             results_map[id(result)] = value

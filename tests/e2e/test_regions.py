@@ -1,0 +1,203 @@
+"""region_fold and region_scan (R2-R9): samples of the issue against serial references,
+determinism across thread counts, and the laws sanitizer."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import intentc
+from intentc.kir.interp_structured import LawViolation
+
+SOURCE = """
+import intent as I
+
+@intent.fn
+def lse_summary(x: f32[S]) -> (f32, f32):
+    m = I.max(x)
+    return (m, I.sum(I.exp(x - m)))
+
+@intent.fn
+def lse_combine(a: (f32, f32), b: (f32, f32)) -> (f32, f32):
+    m = I.maximum(a[0], b[0])
+    e = I.where(m == -I.inf, 0.0, a[1] * I.exp(a[0] - m) + b[1] * I.exp(b[0] - m))
+    return (m, e)
+
+@intent.kernel
+def logsumexp(x: f32[N]) -> f32[1]:
+    m, l = I.region_fold(x.axis(0), (x,), summarize=lse_summary, combine=lse_combine, identity=(-I.inf, 0.0))
+    return m + I.log(l)
+
+@intent.kernel
+def online_softmax(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        row = x[r, :]
+        m, l = I.region_fold(x.axis(1), (row,), summarize=lse_summary, combine=lse_combine, identity=(-I.inf, 0.0))
+        for c in I.parallel(x.axis(1)):
+            out[r, c] = I.exp(row[c] - m) / l
+
+@intent.fn
+def affine(a: (f32, f32), b: (f32, f32)) -> (f32, f32):
+    return (a[0] * b[0], a[1] * b[0] + b[1])
+
+@intent.fn
+def affine_summary(a: f32[S], b: f32[S]) -> (f32, f32):
+    return I.reduce((a, b), combine=affine, identity=(1.0, 0.0), ordered=True)
+
+@intent.fn
+def affine_apply(s: (f32, f32), h: f32) -> f32:
+    return s[0] * h + s[1]
+
+@intent.fn
+def affine_emit(a: f32[S], b: f32[S], h: f32) -> f32[S]:
+    p, q = I.scan((a, b), combine=affine, identity=(1.0, 0.0), init=(1.0, h))
+    return q
+
+@intent.kernel
+def linear_recurrence(a: f32[N], b: f32[N], h0: f32, last: mut f32[1]) -> f32[N]:
+    h, final = I.region_scan(a.axis(0), (a, b), summarize=affine_summary, combine=affine, identity=(1.0, 0.0),
+                             apply=affine_apply, emit=affine_emit, init=h0)
+    last[0] = final
+    return h
+
+@intent.fn
+def best(a: (i64, index), b: (i64, index)) -> (i64, index):
+    take = b[0] > a[0]
+    return (I.where(take, b[0], a[0]), I.where(take, b[1], a[1]))
+
+@intent.fn
+def best_summary(x: i64[S], at: index[S]) -> (i64, index):
+    return I.reduce((x, at), combine=best, identity=(-9223372036854775808, -1), ordered=True)
+
+@intent.fn
+def best_apply(s: (i64, index), st: (i64, index)) -> (i64, index):
+    return best(st, s)
+
+@intent.fn
+def best_emit(x: i64[S], at: index[S], st: (i64, index)) -> (i64[S], index[S]):
+    return I.scan((x, at), combine=best, identity=(-9223372036854775808, -1), init=st)
+
+@intent.kernel
+def running_max(x: i64[N]) -> (i64[N], index[N]):
+    at = I.indices(x.axis(0))
+    m, i, fm, fi = I.region_scan(x.axis(0), (x, at), summarize=best_summary, combine=best,
+                                 identity=(-9223372036854775808, -1), apply=best_apply, emit=best_emit,
+                                 init=(-9223372036854775808, -1))
+    return (m, i)
+"""
+
+BROKEN = SOURCE.replace("return (a[0] * b[0], a[1] * b[0] + b[1])", "return (a[0] * b[0], a[1] + b[1])")
+BAD_APPLY = SOURCE.replace("return s[0] * h + s[1]", "return s[0] * h")
+
+
+@pytest.fixture(scope="module")
+def module(differential):
+    return differential.build(SOURCE)
+
+
+def _serial_recurrence(a, b, h0):
+    h, out = np.float32(h0), []
+    for ai, bi in zip(a, b):
+        h = np.float32(h * ai + bi)
+        out.append(h)
+    return np.array(out, np.float32), h
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 4096, 4097, 100003])
+def test_linear_recurrence_matches_serial(module, n):
+    rng = np.random.default_rng(n)
+    a = (rng.random(n) * 0.5 + 0.5).astype(np.float32)
+    b = rng.random(n).astype(np.float32)
+    last = np.zeros(1, np.float32)
+    h = module.linear_recurrence(a, b, 0.75, last)
+    ref, final = _serial_recurrence(a, b, 0.75)
+    np.testing.assert_allclose(h, ref, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(last[0], final if n else 0.75, rtol=2e-5)
+
+
+@pytest.mark.parametrize("n", [1, 5, 5000, 300001])
+def test_logsumexp(module, n):
+    x = np.random.default_rng(n).normal(0, 20, n).astype(np.float32)
+    ref = np.log(np.sum(np.exp(x.astype(np.float64) - x.max()))) + x.max()
+    np.testing.assert_allclose(module.logsumexp(x)[0], ref, rtol=1e-5)
+
+
+def test_online_softmax(module):
+    x = np.random.default_rng(3).normal(0, 5, (17, 33)).astype(np.float32)
+    out = np.empty_like(x)
+    module.online_softmax(x, out)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 9, 10000])
+def test_running_max_with_argmax(module, n):
+    x = np.random.default_rng(n).integers(-1000, 1000, n)
+    m, i = module.running_max(x)
+    np.testing.assert_array_equal(m, np.maximum.accumulate(x))
+    expected_at = [int(np.argmax(x[:k + 1])) for k in range(n)]
+    np.testing.assert_array_equal(i, expected_at)
+
+
+@pytest.mark.parametrize("kernel,args", [
+    ("linear_recurrence", lambda rng: ((rng.random(200001) * 0.5 + 0.5).astype(np.float32),
+                                       rng.random(200001).astype(np.float32), 0.5, np.zeros(1, np.float32))),
+    ("logsumexp", lambda rng: (rng.normal(0, 3, 200001).astype(np.float32),)),
+])
+def test_bitwise_identical_for_any_thread_count(module, kernel, args):
+    """R8, R9: the segmentation comes from the problem size only."""
+    values = args(np.random.default_rng(0))
+    results = []
+    for threads in (1, 2, 3):
+        module.set_num_threads(threads)
+        results.append(np.array(getattr(module, kernel)(*values)).copy())
+    module.set_num_threads(0)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+@pytest.mark.parametrize("kernel,args", [
+    ("linear_recurrence", lambda rng: ((rng.random(60) * 0.5 + 0.5).astype(np.float32),
+                                       rng.random(60).astype(np.float32), 0.5, np.zeros(1, np.float32))),
+    ("logsumexp", lambda rng: (rng.normal(0, 3, 40).astype(np.float32),)),
+    ("running_max", lambda rng: (rng.integers(-50, 50, 40),)),
+])
+def test_laws_sanitizer_is_quiet_on_lawful_helpers(kernel, args):
+    values = args(np.random.default_rng(1))
+    intentc.interpret(SOURCE, kernel, *values, sanitize="laws")
+
+
+def test_laws_sanitizer_flags_a_wrong_combine():
+    rng = np.random.default_rng(2)
+    a, b = (rng.random(60) * 0.5 + 0.5).astype(np.float32), rng.random(60).astype(np.float32)
+    with pytest.raises(LawViolation) as info:
+        intentc.interpret(BROKEN, "linear_recurrence", a, b, 0.5, np.zeros(1, np.float32), sanitize="laws")
+    assert "R6" in str(info.value) or "R2" in str(info.value)
+    assert "affine" in str(info.value)
+
+
+def test_laws_sanitizer_flags_a_wrong_apply():
+    rng = np.random.default_rng(3)
+    a, b = (rng.random(60) * 0.5 + 0.5).astype(np.float32), rng.random(60).astype(np.float32)
+    with pytest.raises(LawViolation) as info:
+        intentc.interpret(BAD_APPLY, "linear_recurrence", a, b, 0.5, np.zeros(1, np.float32), sanitize="laws")
+    assert "R6" in str(info.value) and "affine_apply" in str(info.value)
+
+
+def test_interpreter_agrees_with_compiled(module):
+    rng = np.random.default_rng(4)
+    a, b = (rng.random(300) * 0.5 + 0.5).astype(np.float32), rng.random(300).astype(np.float32)
+    last_c, last_i = np.zeros(1, np.float32), np.zeros(1, np.float32)
+    np.testing.assert_allclose(module.linear_recurrence(a, b, 0.5, last_c),
+                               intentc.interpret(SOURCE, "linear_recurrence", a, b, 0.5, last_i), rtol=1e-5)
+    np.testing.assert_allclose(last_c, last_i, rtol=1e-5)
+
+
+def test_no_state_stream_or_partition():
+    """R0, L2: these operations do not exist; the diagnostic says so."""
+    from intentc.driver import frontend
+
+    for name in ("state_stream", "partition"):
+        source = f"import intent as I\n@intent.kernel\ndef k(x: f32[N]):\n    y = I.{name}(x)\n"
+        with pytest.raises(intentc.CompileError) as info:
+            frontend(source, "k.intent")
+        assert f"I.{name}" in str(info.value)
+        assert ("R0" if name == "state_stream" else "L2") in str(info.value)
