@@ -12,7 +12,8 @@ Orders map to LLVM's: relaxed -> monotonic, acquire, release, acq_rel (a ``cmpxc
 with the order's load part: acquire for acquire/acq_rel, else monotonic). The emitter's
 ``atomic_scope`` chooses the synchronisation scope (A2): empty (the whole system) on CPUs;
 the GPU emitter sets ``syncscope("device")`` — the one kernel invocation that shares the
-atomic objects runs on one device.
+atomic objects runs on one device — and there the order of an RMW is carried by fences
+(PTX ``fence.acq_rel.gpu``) around a relaxed ``atom``.
 """
 from __future__ import annotations
 
@@ -44,26 +45,40 @@ def emit_atomic(fe, e: P.Atomic) -> ir.Value:
     if e.op == "load":
         return b.load_atomic(ptr, order, align, typ=ty)
     value = fe.expr(e.a)
-    if e.op == "store":
-        b.store_atomic(value, ptr, order, align)
+    if e.op == "store":  # (IRBuilder.store_atomic still expects typed pointers)
+        b._insert(ir.instructions.StoreAtomicInstr(b.block, value, ptr, order, align))
         return value
     bits = _bits_type(ty)
     if e.op == "cas":
         expected, desired = value, fe.expr(e.b)
         if bits is not ty:
             expected, desired = b.bitcast(expected, bits), b.bitcast(desired, bits)
-        pair = b.cmpxchg(ptr, expected, desired, order, scope + _FAILURE[e.order])
+        pair = b.cmpxchg(ptr, expected, desired, order, _FAILURE[e.order])
         old = b.extract_value(pair, 0)
         return b.bitcast(old, ty) if bits is not ty else old
     if dtype.is_float:
         if e.op in ("add", "sub"):
-            return b.atomic_rmw("fadd" if e.op == "add" else "fsub", ptr, value, order)
+            return _rmw(b, "fadd" if e.op == "add" else "fsub", ptr, value, e.order, scope)
         if e.op == "exchange":
-            return b.bitcast(b.atomic_rmw("xchg", ptr, b.bitcast(value, bits), order), ty)
+            return b.bitcast(_rmw(b, "xchg", ptr, b.bitcast(value, bits), e.order, scope), ty)
         return _cas_loop(fe, ptr, value, ty, bits, lambda old: fe.binary(e.op, old, value, dtype), e.order, scope)
     name = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor", "exchange": "xchg",
             "min": "min" if dtype.is_signed else "umin", "max": "max" if dtype.is_signed else "umax"}[e.op]
-    return b.atomic_rmw(name, ptr, value, order)
+    return _rmw(b, name, ptr, value, e.order, scope)
+
+
+def _rmw(b, name: str, ptr, value, order: str, scope: str) -> ir.Value:
+    """``atomicrmw``; with a GPU scope, the order is carried by explicit fences around a relaxed
+    RMW (the NVPTX backend drops the ordering of ``atomicrmw``; cmpxchg, load and store keep it)."""
+    if not scope or order == "relaxed":
+        return b.atomic_rmw(name, ptr, value, scope + _ORDERS[order])
+    target = scope[len('syncscope("'):-len('") ')]
+    if order in ("release", "acq_rel"):
+        b.fence("release", target)
+    old = b.atomic_rmw(name, ptr, value, scope + "monotonic")
+    if order in ("acquire", "acq_rel"):
+        b.fence("acquire", target)
+    return old
 
 
 def _cas_loop(fe, ptr, value, ty, bits, update, order: str, scope: str) -> ir.Value:
@@ -77,7 +92,7 @@ def _cas_loop(fe, ptr, value, ty, bits, update, order: str, scope: str) -> ir.Va
     b.position_at_end(head)
     old_bits = b.load(current)
     new = update(b.bitcast(old_bits, ty))
-    pair = b.cmpxchg(ptr, old_bits, b.bitcast(new, bits), scope + _ORDERS[order], scope + _FAILURE[order])
+    pair = b.cmpxchg(ptr, old_bits, b.bitcast(new, bits), scope + _ORDERS[order], _FAILURE[order])
     b.store(b.extract_value(pair, 0), current)
     b.cbranch(b.extract_value(pair, 1), done, head)
     b.position_at_end(done)

@@ -115,6 +115,10 @@ class GpuModuleEmitter:
 class GpuKernelEmitter(FunctionEmitter):
     """One ``.entry``: replayed uniform code, grid-stride parallel nests, status reports."""
 
+    # A2: the atomic objects of one kernel invocation are shared by the whole grid on one
+    # device, so atomics synchronise at device (PTX .gpu) scope (codegen/atomics.py).
+    atomic_scope = 'syncscope("device") '
+
     def __init__(self, mod: GpuModuleEmitter, kernel: P.Kernel, plan: Plan):
         func = ir.Function(mod.module, ir.FunctionType(ir.VoidType(), [_arg_ir_type(a.type) for a in plan.args]),
                            kernel.name)
@@ -337,7 +341,7 @@ class GpuKernelEmitter(FunctionEmitter):
 
 _STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "If", "Loop", "While", "Check", "Alloc") if hasattr(P, n))
 _EXPRESSIONS = tuple(getattr(P, n) for n in ("Const", "Read", "Binary", "Unary", "Compare", "Select", "Cast",
-                                             "Field", "Load", "MulAdd", "Splat") if hasattr(P, n))
+                                             "Field", "Load", "MulAdd", "Splat", "Atomic") if hasattr(P, n))
 
 
 # ---- module-level entry points --------------------------------------------------------------------

@@ -89,6 +89,8 @@ class _Checker:
             try:
                 if access.kind == "write" and not access.op.attrs.get("unique"):
                     self._check_unique(access)
+                elif access.op.name == "scatter_reduce" and self.shared(access):
+                    self._check_atomic_reduce(access)
             except CompileError as exc:
                 errors += exc.diagnostics
         if not errors:
@@ -279,14 +281,14 @@ class _Checker:
         points = self.point_keys(parallels)
         columns = points + lanes
         forms = [self.lane_form(v, lanes) if tensor_lanes else self.scalar_form(v) for v in indices]
-        clean, unknown = [], False
+        clean, unknown, varying = [], False, []
         for form in forms:
             if form is None:
                 unknown = True
                 continue
-            kinds = {self.classify(k, parallels, points) if k >= 0 else "point" for k, _ in form.terms}
-            if "varying" in kinds:
-                unknown = True
+            moving = [k for k, _ in form.terms if k >= 0 and self.classify(k, parallels, points) == "varying"]
+            if moving:
+                varying += [self.prov.values[k].hint or "a value" for k in moving if k in self.prov.values]
                 continue
             clean.append(form)
         matrix = [[_coeff(form, c) for c in columns] for form in clean]
@@ -299,16 +301,33 @@ class _Checker:
         conditional = any(access.conditional[access.parallels.index(p)] for p in parallels) or \
             (access.guards and any(_inside(self, access, g) for g in access.guards)) or \
             bool(op.attrs.get("masked"))
-        if not unknown and not conditional and parallels and not lanes:
+        if not unknown and not varying and not conditional and parallels and not lanes:
             d = _null_vector(matrix, len(columns))
             if d is not None:
                 raise error(f"data race: {self._pair_text(parallels, d)} both write the same element of '{name}'",
                             op.span, rule="P3",
                             hint="give every point its own element (e.g. out[i]), or combine the colliding "
                                  "writes with I.scatter_reduce or an atomic (I.atomic_add)")
-        what = "data-derived or not affine (C6)" if unknown else "not injective"
+        what = "data-derived or not affine (C6)" if unknown else \
+            f"not injective: it depends on {', '.join(dict.fromkeys(varying))}, which " \
+            f"{'varies' if len(set(varying)) == 1 else 'vary'} within one point" if varying else "not injective"
         raise error(f"cannot prove that this write into '{name}' is unique (M4): its index relation over "
                     f"{where} is {what}", op.span, rule="M4", hint=_HINT)
+
+    def _check_atomic_reduce(self, access: _Access) -> None:
+        """Inside parallel points a scatter_reduce into a shared tensor combines each lane with an
+        atomic: only exact combines keep the result independent of the order (M5, M6)."""
+        op = access.op
+        dtype = access.root.type.dtype
+        combine = op.attrs.get("combine")
+        if combine in (("add", "min", "max", "and", "or", "xor") if dtype.is_int else ("min", "max")):
+            return
+        name = _tensor_name(self.func, access.root)
+        what = f"a helper combine" if combine == "helper" else f'combine="{combine}" on {dtype}'
+        raise error(f"scatter_reduce into '{name}' from the points of I.parallel with {what}: the atomic updates "
+                    "would combine in an order that changes the result", op.span, rule="M5",
+                    hint="call I.scatter_reduce outside I.parallel on whole tensors (it is privatised and combined "
+                         "in a fixed order), or reduce integers (add/min/max/and/or/xor) or float min/max")
 
     def _points_text(self, parallels, lanes) -> str:
         names = [a.hint or "p" for p in parallels for a in p.regions[0].args]
@@ -320,10 +339,13 @@ class _Checker:
         return " and ".join(parts)
 
     def _pair_text(self, parallels, d) -> str:
-        names = [a.hint or f"p{k}" for k, a in enumerate(a for p in parallels for a in p.regions[0].args)]
-        first = ", ".join(names)
-        second = ", ".join(n if c == 0 else f"{n} {'+' if c > 0 else '-'} {abs(c)}" for n, c in zip(names, d))
+        first, second = self._point_texts(parallels, d)
         return f"the points ({first}) and ({second})"
+
+    def _point_texts(self, parallels, d) -> tuple[str, str]:
+        names = [a.hint or f"p{k}" for k, a in enumerate(a for p in parallels for a in p.regions[0].args)]
+        shifted = ", ".join(n if c == 0 else f"{n} {'+' if c > 0 else '-'} {abs(c)}" for n, c in zip(names, d))
+        return ", ".join(names), shifted
 
     def _ragged_disjoint(self, access: _Access, parallels, indices) -> bool:
         if len(parallels) != 1 or len(parallels[0].regions[0].args) != 1:
@@ -511,8 +533,10 @@ class _Checker:
         name = _tensor_name(self.func, w.root)
         atomic = "atomic" in (w.kind, other.kind)
         verb = {"read": "reads", "write": "writes", "atomic": "updates atomically"}
-        raise error(f"data race on '{name}': {self._pair_text(parallels, [-c for c in d])} — one {verb[w.kind]} "
-                    f"an element that the other {verb[other.kind]} (line {other.op.span.line if other.op.span else '?'})",
+        plain, writer = self._point_texts(parallels, d)
+        line = f" at line {other.op.span.line}" if other.op.span is not None else ""
+        raise error(f"data race on '{name}': point ({writer}) {verb[w.kind]} the element that point ({plain}) "
+                    f"{verb[other.kind]}{line}",
                     w.op.span, rule="A3" if atomic else "P3",
                     hint="points of I.parallel may not touch each other's elements unless every access is atomic; "
                          "read from an input and write to a separate output, or use atomics throughout")
