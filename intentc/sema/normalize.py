@@ -165,16 +165,24 @@ class _Normalizer:
             return out + [ast.While(span, cond, tuple(body))], has_ret
         # An ordered for loop that may stop early becomes a while loop over its domain.
         dom, pos = self.fresh("dom"), self.fresh("pos")
-        name = stmt.targets[0] if len(stmt.targets) == 1 else None
+        iterable, ordinal = stmt.iter, None
+        if (len(stmt.targets) == 2 and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
+                and iterable.func.id == "enumerate" and len(iterable.args) == 1 and not iterable.keywords):
+            iterable, ordinal = iterable.args[0], stmt.targets[0]
+        name = stmt.targets[-1] if len(stmt.targets) == 1 or ordinal is not None else None
         if name is None:
             raise error("an ordered for loop iterates one domain and binds one name", stmt.span, rule="O2")
-        out.append(ast.Assign(span, ast.Name(span, dom), stmt.iter))
+        out.append(ast.Assign(span, ast.Name(span, dom), iterable))
         out.append(ast.Assign(span, ast.Name(span, pos), _builtin(".dom_begin", dom, span)))
         step = ast.Assign(span, ast.Name(span, pos), ast.BinOp(span, "+", ast.Name(span, pos),
                                                                 _builtin(".dom_step", dom, span)))
         cond = ast.BoolOp(span, "and", _not_any(stops, span),
                           ast.Compare(span, "<", ast.Name(span, pos), _builtin(".dom_end", dom, span)))
-        body = [ast.Assign(span, name, ast.Name(span, pos))] + body + [step]
+        prefix = [ast.Assign(span, name, ast.Name(span, pos))]
+        if ordinal is not None:  # enumerate's local ordinal: (i - begin) // step (D6)
+            offset = ast.BinOp(span, "-", ast.Name(span, pos), _builtin(".dom_begin", dom, span))
+            prefix.append(ast.Assign(span, ordinal, ast.BinOp(span, "//", offset, _builtin(".dom_step", dom, span))))
+        body = prefix + body + [step]
         return out + [ast.While(span, cond, tuple(body))], has_ret
 
 

@@ -120,3 +120,32 @@ def test_helper_called_with_a_more_static_shape(differential):
     x = np.array([[0, 1, 2**32 - 1]], np.uint32)
     run = differential(GENERIC_HELPER, "k", x)
     np.testing.assert_array_equal(run.result, (x + np.uint32(3)))
+
+
+ENUMERATE_BREAK = """\
+import intent as I
+
+@intent.kernel
+def k(x: i32[N], out: mut i64[2]):
+    total: i64 = 0
+    last: i64 = -1
+    for e, i in enumerate(x.axis(0)[I.minimum(1, N):N]):
+        if x[i] < 0:
+            break
+        total = total + I.cast(e, i64) * 10 + I.cast(i, i64)
+        last = I.cast(e, i64)
+    out[0] = total
+    out[1] = last
+"""
+
+
+def test_enumerate_loop_that_may_stop_early(differential):
+    """A loop that may stop early becomes a while loop over its domain; with
+    `enumerate` (two names) that rewrite refused the valid program ("an ordered for loop
+    iterates one domain and binds one name"). Fixed in sema/normalize: the ordinal is
+    (point - begin) // step, as for every enumerate loop (D6)."""
+    x = np.array([5, 1, 2, 3, -1, 4], np.int32)
+    run = differential(ENUMERATE_BREAK, "k", x, np.zeros(2, np.int64))
+    np.testing.assert_array_equal(run.args[1], [1 + 12 + 23, 2])
+    run = differential(ENUMERATE_BREAK, "k", x[:1].copy(), np.zeros(2, np.int64))
+    np.testing.assert_array_equal(run.args[1], [0, -1])
