@@ -1297,7 +1297,7 @@ class FunctionBuilder(Structured, Regions):
             raise error("I.parallel(...) is only iterated by a for loop", node.span, rule="P1",
                         hint="write `for p in I.parallel(domain):`")
         known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS) | set(REDUCTIONS) | set(SCANS)
-                       | set(MEMORY_BUILTINS))
+                       | set(MEMORY_BUILTINS) | set(CONTRACT_BUILTINS))
         close = difflib.get_close_matches(name, known, n=1)
         raise error(f"unknown builtin I.{name}", node.func.span,
                     hint=(f"did you mean I.{close[0]}? " if close else "") + "the builtins are "

@@ -14,7 +14,8 @@ Independently of the golden text, the tables below pin what must not drift when
 someone regenerates the files: the rule ID each case cites and the source text
 the caret underlines. Every diagnostic must carry a hint.
 
-Regenerate the expected files with `UPDATE_GOLDEN=1 pytest tests/diagnostics`.
+Regenerate the expected files with `UPDATE_GOLDEN=1 pytest tests/diagnostics`, or only some
+cases with `UPDATE_GOLDEN=name1,name2`.
 """
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ from intentc.diagnostics import CompileError  # noqa: E402
 from intentc.driver import frontend  # noqa: E402
 
 CASES = sorted(p.stem for p in HERE.glob("*.intent"))
-UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+_UPDATE = os.environ.get("UPDATE_GOLDEN", "")
+# UPDATE_GOLDEN=1 regenerates every expected file; UPDATE_GOLDEN=name1,name2 only those cases.
+UPDATE = set(CASES) if _UPDATE == "1" else {n.strip() for n in _UPDATE.split(",") if n.strip()}
 
 # The rule ID that the first diagnostic of a case must cite (None: no rule applies).
 RULES = {
@@ -165,7 +168,7 @@ def expected_texts() -> dict[str, str]:
     texts = {}
     for name in CASES:
         golden = HERE / f"{name}.expected"
-        if UPDATE:
+        if name in UPDATE:
             golden.write_text(_render(_in_process(name)) + "\n", encoding="utf-8")
         texts[name] = golden.read_text(encoding="utf-8").rstrip("\n") if golden.is_file() else None
     return texts
