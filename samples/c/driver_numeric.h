@@ -60,6 +60,77 @@ static inline uint16_t drv_f16_from_int(int k)
     return (uint16_t)(sign | ((unsigned)(e + 15) << 10) | frac);
 }
 
+/* ---- exp and log in double for the references ------------------------------------
+ * The drivers are linked without -lm, so the references use these: plain range
+ * reduction and series, accurate to a few ulp of double (far below any tolerance
+ * used against f32 results). */
+
+#define DRV_LN2 0.6931471805599453094
+#define DRV_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static inline double drv_pow2i(int k) /* 2^k for -1022 <= k <= 1023 */
+{
+    uint64_t bits = (uint64_t)(k + 1023) << 52;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+static inline double drv_exp(double x)
+{
+    if (isnan(x))
+        return x;
+    if (x > 709.78)
+        return INFINITY;
+    if (x < -745.2)
+        return 0.0;
+    const double kd = x / DRV_LN2;
+    const int k = (int)(kd < 0 ? kd - 0.5 : kd + 0.5);
+    const double r = (x - k * 0.693147180369123816490) - k * 1.90821492927058770002e-10; /* |r| <= 0.35 */
+    double term = 1.0, sum = 1.0;
+    for (int i = 1; i < 20; i++) {
+        term *= r / i;
+        sum += term;
+    }
+    if (k < -1022) /* a subnormal result: scale in two steps */
+        return sum * drv_pow2i(k + 60) * drv_pow2i(-60);
+    if (k > 1023)
+        return sum * drv_pow2i(k - 1) * 2.0;
+    return sum * drv_pow2i(k);
+}
+
+static inline double drv_log(double x)
+{
+    if (isnan(x) || x < 0)
+        return NAN;
+    if (x == 0)
+        return -INFINITY;
+    if (isinf(x))
+        return x;
+    int e = 0;
+    if (x < 2.2250738585072014e-308) { /* subnormal */
+        x *= 18014398509481984.0;      /* 2^54 */
+        e = -54;
+    }
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    e += (int)((bits >> 52) & 0x7ff) - 1023;
+    bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull; /* m in [1, 2) */
+    double m;
+    memcpy(&m, &bits, sizeof m);
+    if (m > 1.4142135623730951) {
+        m *= 0.5;
+        e += 1;
+    }
+    const double s = (m - 1) / (m + 1), s2 = s * s; /* |s| <= 0.172 */
+    double term = s, sum = 0;
+    for (int i = 1; i < 60; i += 2) {
+        sum += term / i;
+        term *= s2;
+    }
+    return e * DRV_LN2 + 2 * sum;
+}
+
 /* ---- tolerance comparisons ----------------------------------------------------- */
 
 /* |got - want| <= bound, or both NaN, or the same infinity. */
