@@ -62,13 +62,17 @@ def main(ctx, cmake_dir, make_dir):
               help="Also write OUTPUT's header (default: yes for .so).")
 @click.option("--depfile", type=click.Path(dir_okay=False), help="Write Make-style dependencies here.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the files written and the time taken.")
-def build(source, output, target, cpu, emit_header, depfile, verbose):
+@click.option("--sanitize", multiple=True, type=click.Choice(["bounds", "order"]),
+              help="bounds: keep every bounds check; order: run each call with the parallel points in "
+                   "increasing and decreasing order and fail (INTENT_E_SANITIZER) if the results differ. "
+                   "Repeatable.")
+def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize):
     """Compile SOURCE into OUTPUT."""
     from intentc.driver import build as build_files
 
     start = time.perf_counter()
     try:
-        written = build_files(source, output, target, cpu, emit_header, depfile)
+        written = build_files(source, output, target, cpu, emit_header, depfile, sanitize=tuple(sanitize))
     except CompileError as exc:
         _fail(exc)
     if verbose:

@@ -59,30 +59,46 @@ def read_source(path: str | Path) -> str:
 
 
 def compile_source(text: str, path: str, target: str | None = None, cpu: str = "native",
-                   optimize_ir: bool = True) -> Compiled:
+                   optimize_ir: bool = True, sanitize: tuple[str, ...] = ()) -> Compiled:
+    """``sanitize``: "bounds" keeps every bounds check; "order" runs each call twice with the
+    points of every I.parallel loop in increasing and decreasing order and fails
+    (INTENT_E_SANITIZER) when the written results differ (P1, P3)."""
     from intentc.codegen.emit_llvm import UnsupportedError, emit_module
     from intentc.codegen.manifest import manifest_json, module_manifest
     from intentc.codegen.optimize import optimize
     from intentc.codegen.target import resolve_target
-    from intentc.lower.pipeline import lower
+    from intentc.lower.pipeline import SANITIZERS, lower
 
     module = frontend(text, path)
     try:
         spec = resolve_target(target, cpu)
     except ValueError as exc:
         raise error(str(exc), hint="docs/targets.md describes each target") from None
+    unknown = [name for name in sanitize if name not in SANITIZERS]
+    if unknown:
+        raise error(f"unknown sanitizer '{unknown[0]}'", hint="available: " + ", ".join(SANITIZERS))
+    checks = frozenset(sanitize)
+    order_check = None
     try:
-        program = lower(module)
+        program = lower(module, sanitize=checks)
+        if "order" in checks:
+            if spec.is_gpu:
+                raise error("--sanitize=order is not supported on GPU targets", rule="T7",
+                            hint="run the order sanitizer on the CPU build of the same source")
+            order_check = tuple(lower(frontend(text, path), sanitize=checks, point_order=order)
+                                for order in ("increasing", "decreasing"))
     except RecursionError:
         raise _too_deep() from None
     manifest = module_manifest(module, Path(path).name)
+    if checks:
+        manifest["sanitize"] = sorted(checks)
     try:
         if spec.is_gpu:
             from intentc.codegen.emit_nvptx import emit_gpu_module, optimize_gpu as optimize
 
             llvm_ir, manifest = emit_gpu_module(program, spec, manifest)
         else:
-            llvm_ir = emit_module(program, spec.triple, manifest_json(manifest))
+            llvm_ir = emit_module(program, spec.triple, manifest_json(manifest), order_check)
     except UnsupportedError as exc:
         raise error(f"not supported on target {spec.name}: {exc}", rule="T7") from None
     compiled = Compiled(module, program, llvm_ir, manifest, spec=spec)
@@ -92,7 +108,8 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
 
 
 def build(source: str | Path, output: str | Path, target: str | None = None, cpu: str = "native",
-          emit_header: bool | None = None, depfile: str | Path | None = None) -> list[Path]:
+          emit_header: bool | None = None, depfile: str | Path | None = None,
+          sanitize: tuple[str, ...] = ()) -> list[Path]:
     """Compile ``source`` into ``output`` (.so, .o, .a, .h or .ptx by extension); return the files written."""
     from intentc.codegen import link
     from intentc.codegen.header import render_header
@@ -106,7 +123,7 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     if kind not in (".so", ".o", ".a", ".h"):
         raise error(f"cannot tell what to build from '{output.name}'",
                     hint="name the output .so (shared library), .o (object), .a (archive) or .h (header)")
-    compiled = compile_source(read_source(source), str(source), target, cpu)
+    compiled = compile_source(read_source(source), str(source), target, cpu, sanitize=tuple(sanitize))
     written: list[Path] = []
     header_path = output if kind == ".h" else output.with_suffix(".h")
     try:

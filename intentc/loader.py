@@ -18,7 +18,8 @@ from intentc.kir.extents import evaluate as evaluate_extent
 
 _STATUS_NAMES = {0: "INTENT_OK", -1: "INTENT_E_NULL", -2: "INTENT_E_DTYPE", -3: "INTENT_E_RANK",
                  -4: "INTENT_E_SHAPE", -5: "INTENT_E_STRIDE", -6: "INTENT_E_BOUNDS", -7: "INTENT_E_DOMAIN",
-                 -8: "INTENT_E_ALLOC", -9: "INTENT_E_DEVICE", -10: "INTENT_E_INTERNAL"}
+                 -8: "INTENT_E_ALLOC", -9: "INTENT_E_DEVICE", -10: "INTENT_E_INTERNAL",
+                 -11: "INTENT_E_SANITIZER"}
 
 
 class KernelError(RuntimeError):

@@ -81,7 +81,8 @@ typedef enum IntentStatus {
     INTENT_E_DOMAIN = -7,   /* invalid domain, e.g. step <= 0 */
     INTENT_E_ALLOC = -8,    /* out of memory */
     INTENT_E_DEVICE = -9,   /* a tensor not on the CPU */
-    INTENT_E_INTERNAL = -10 /* internal runtime failure */
+    INTENT_E_INTERNAL = -10, /* internal runtime failure */
+    INTENT_E_SANITIZER = -11 /* a sanitizer found a violation (e.g. --sanitize=order) */
 } IntentStatus;
 
 /* ---- errors ------------------------------------------------------------------- */
@@ -158,6 +159,19 @@ INTENT_API void intent_free(void *p);
 
 /* "intent-runtime 1" */
 INTENT_API const char *intent_runtime_version(void);
+
+/* ---- sanitizers ------------------------------------------------------------------ */
+
+/* Copies of tensors' elements, used by kernels built with --sanitize=order to run their
+ * body in two orders of points and compare what they wrote. */
+typedef struct IntentSnapshot IntentSnapshot;
+INTENT_API IntentSnapshot *intent_snapshot(int32_t count, IntentTensor *const *tensors);
+INTENT_API void intent_snapshot_restore(const IntentSnapshot *s, int32_t count, IntentTensor *const *tensors);
+/* 0 when every element is unchanged, else INTENT_E_SANITIZER with a message naming the
+ * parameter (from `names`), the element's coordinates and both values. */
+INTENT_API int32_t intent_snapshot_compare(const IntentSnapshot *s, int32_t count, IntentTensor *const *tensors,
+                                           const char *kernel, const char *const *names);
+INTENT_API void intent_snapshot_free(IntentSnapshot *s);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -8,7 +8,7 @@ ABI_VERSION = 1
 STATUS = {
     "INTENT_OK": 0, "INTENT_E_NULL": -1, "INTENT_E_DTYPE": -2, "INTENT_E_RANK": -3, "INTENT_E_SHAPE": -4,
     "INTENT_E_STRIDE": -5, "INTENT_E_BOUNDS": -6, "INTENT_E_DOMAIN": -7, "INTENT_E_ALLOC": -8,
-    "INTENT_E_DEVICE": -9, "INTENT_E_INTERNAL": -10,
+    "INTENT_E_DEVICE": -9, "INTENT_E_INTERNAL": -10, "INTENT_E_SANITIZER": -11,
 }
 
 _DLPACK_CODE = {"int": 0, "index": 0, "uint": 1, "float": 2, "bfloat": 4, "bool": 6}

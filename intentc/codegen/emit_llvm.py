@@ -101,10 +101,57 @@ class ModuleEmitter:
             self.intrinsics[key] = ir.Function(self.module, ir.FunctionType(ret, args), name)
         return self.intrinsics[key]
 
-    def emit(self) -> str:
-        for kernel in self.program.kernels:
-            KernelEmitter(self, kernel).emit()
+    def emit(self, order_check: tuple[P.Program, P.Program] | None = None) -> str:
+        if order_check is None:
+            for kernel in self.program.kernels:
+                KernelEmitter(self, kernel).emit()
+        else:
+            for increasing, decreasing in zip(*(p.kernels for p in order_check)):
+                first = KernelEmitter(self, increasing, f"{increasing.name}.increasing")
+                first.emit()
+                second = KernelEmitter(self, decreasing, f"{decreasing.name}.decreasing")
+                second.emit()
+                self.order_wrapper(increasing, first.func, second.func)
         return str(self.module)
+
+    def order_wrapper(self, kernel: P.Kernel, increasing: ir.Function, decreasing: ir.Function) -> None:
+        """The exported entry of an --sanitize=order build: run the body with points in
+        increasing, then (from the same inputs) decreasing order, and compare what was written."""
+        m = self.module
+        snapshot = self.intrinsic("intent_snapshot", PTR, [I32, PTR])
+        restore = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), "intent_snapshot_restore") \
+            if "intent_snapshot_restore" not in m.globals else m.globals["intent_snapshot_restore"]
+        compare = self.intrinsic("intent_snapshot_compare", I32, [PTR, I32, PTR, PTR, PTR])
+        free = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR]), "intent_snapshot_free") \
+            if "intent_snapshot_free" not in m.globals else m.globals["intent_snapshot_free"]
+        func = ir.Function(m, increasing.function_type, kernel.name)
+        b = ir.IRBuilder(func.append_basic_block("entry"))
+        written = [(p, a) for p, a in zip(kernel.params, func.args) if isinstance(p, P.TensorSym) and p.writable]
+        n = ir.Constant(I32, len(written))
+        tensors = b.alloca(ir.ArrayType(PTR, max(1, len(written))))
+        names = b.alloca(ir.ArrayType(PTR, max(1, len(written))))
+        for k, (param, arg) in enumerate(written):
+            index = [ir.Constant(I32, 0), ir.Constant(I32, k)]
+            b.store(arg, b.gep(tensors, index, inbounds=True))
+            b.store(self.cstring(param.name), b.gep(names, index, inbounds=True))
+        before = b.call(snapshot, [n, tensors])
+        with b.if_then(b.icmp_unsigned("==", before, ir.Constant(PTR, None)), likely=False):
+            b.ret(b.call(self.intent_error, [ir.Constant(I32, STATUS["INTENT_E_ALLOC"]),
+                                             self.cstring(f"{kernel.name}: out of memory for the order sanitizer")]))
+        rc = b.call(increasing, list(func.args))
+        with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+            b.call(free, [before])
+            b.ret(rc)
+        after = b.call(snapshot, [n, tensors])
+        b.call(restore, [before, n, tensors])
+        rc2 = b.call(decreasing, list(func.args))
+        result = b.select(b.icmp_signed("!=", rc2, ir.Constant(I32, 0)), rc2,
+                          b.call(compare, [after, n, tensors, self.cstring(kernel.name), names]))
+        with b.if_then(b.icmp_signed("!=", result, ir.Constant(I32, 0)), likely=False):
+            b.call(restore, [before, n, tensors])  # a refused call leaves its outputs as they were
+        b.call(free, [before])
+        b.call(free, [after])
+        b.ret(result)
 
 
 def _suffix(t: ir.Type) -> str:
@@ -540,9 +587,11 @@ class FunctionEmitter:
 class KernelEmitter(FunctionEmitter):
     """The exported entry: argument checks, then the body."""
 
-    def __init__(self, mod: ModuleEmitter, kernel: P.Kernel):
+    def __init__(self, mod: ModuleEmitter, kernel: P.Kernel, symbol: str | None = None):
         arg_types = [PTR if isinstance(p, P.TensorSym) else arg_type(p.dtype) for p in kernel.params]
-        func = ir.Function(mod.module, ir.FunctionType(I32, arg_types), kernel.name)
+        func = ir.Function(mod.module, ir.FunctionType(I32, arg_types), symbol or kernel.name)
+        if symbol is not None:
+            func.linkage = "internal"
         super().__init__(mod, func, kernel)
 
     def emit(self) -> None:
@@ -675,8 +724,10 @@ def _tensors_used(stmts) -> set:
     return tensors
 
 
-def emit_module(program: P.Program, triple: str, manifest: str | None = None) -> str:
-    """LLVM IR text of the program; ``manifest`` is embedded as ``intent_module_manifest``."""
+def emit_module(program: P.Program, triple: str, manifest: str | None = None,
+                order_check: tuple[P.Program, P.Program] | None = None) -> str:
+    """LLVM IR text of the program; ``manifest`` is embedded as ``intent_module_manifest``.
+    ``order_check``: the (increasing, decreasing) point-order bodies of an --sanitize=order build."""
     emitter = ModuleEmitter(program, triple)
     if manifest is not None:
         data = bytearray(manifest.encode("utf-8")) + b"\0"
@@ -684,4 +735,4 @@ def emit_module(program: P.Program, triple: str, manifest: str | None = None) ->
         var = ir.GlobalVariable(emitter.module, const.type, name="intent_module_manifest")
         var.global_constant = True
         var.initializer = const
-    return emitter.emit()
+    return emitter.emit(order_check)

@@ -27,7 +27,7 @@ from pathlib import Path
 from intentc.codegen.target import TargetSpec
 from intentc.resources import runtime_dir
 
-RUNTIME_SOURCES = ("error.c", "tensor.c", "thread_pool.c", "alloc.c")
+RUNTIME_SOURCES = ("error.c", "tensor.c", "thread_pool.c", "alloc.c", "sanitize.c")
 RUNTIME_HEADER = "intent_runtime.h"
 RUNTIME_FLAGS = ("-O2", "-fPIC", "-fvisibility=hidden", "-std=c11", "-D_GNU_SOURCE", "-pthread")
 CROSS_TOOLCHAINS = ("gcc", "zig")
@@ -129,6 +129,7 @@ def runtime_objects(cc: str | Toolchain | None = None) -> list[Path]:
     for name in sorted(p.name for p in source_dir.iterdir() if p.suffix in (".c", ".h")):
         digest.update(name.encode())
         digest.update((source_dir / name).read_bytes())
+    digest.update(" ".join(RUNTIME_SOURCES).encode())  # a cache from another list of objects is not ours
     cache = _cache_root() / f"runtime-{digest.hexdigest()[:16]}"
     objects = [cache / (Path(s).stem + ".o") for s in RUNTIME_SOURCES]
     if all(o.exists() for o in objects):

@@ -76,7 +76,7 @@ from intentc.kir.types import DType, DomainType, TensorType, element_dtype
 
 PARALLEL_ORDERS = ("forward", "reverse", "shuffle")
 # None; "laws" (region ops, interp_structured.py); "race", "unique", "race,unique" (interp_memory.py)
-SANITIZERS = (None, "laws", "race", "unique", "race,unique")
+SANITIZERS = (None, "laws", "order", "race", "unique", "race,unique")
 
 E_DTYPE, E_RANK, E_SHAPE, E_STRIDE, E_BOUNDS, E_DOMAIN = -2, -3, -4, -5, -6, -7
 
@@ -1099,6 +1099,8 @@ def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str 
     ``Interpreter(module).call(...)``.)
     """
     module = load_module(source_or_path)
+    if sanitize == "order":
+        return _order_sanitized(module, kernel, args, out, kwargs, seed)
     interpreter = Interpreter(module, parallel_order=parallel_order, seed=seed, sanitize=sanitize)
     with np.errstate(all="ignore"):
         return interpreter.call(kernel, *args, out=out, **kwargs)
@@ -1112,3 +1114,40 @@ from intentc.kir.interp_memory import HANDLERS as _MEMORY_HANDLERS, SANITIZED as
 
 _HANDLERS.update(_MEMORY_HANDLERS)
 _HANDLERS.update(_SANITIZED)  # they run the plain handlers unless a race/unique sanitizer is on
+
+
+def _order_sanitized(module, kernel: str, args, out, kwargs, seed: int):
+    """The order sanitizer: run with parallel points forward, reversed and shuffled, from the
+    same inputs; any difference in what was written is an error (P1, P3), INTENT_E_SANITIZER."""
+    import copy
+
+    runs = []
+    for order in ("forward", "reverse", "shuffle"):
+        a, o, k = copy.deepcopy((list(args), out, dict(kwargs)))
+        interpreter = Interpreter(module, parallel_order=order, seed=seed)
+        with np.errstate(all="ignore"):
+            result = interpreter.call(kernel, *a, out=o, **k)
+        runs.append((order, result, a, o, k))
+    first = runs[0]
+    for order, result, a, o, k in runs[1:]:
+        pairs = [("the result", first[1], result)] + [(f"argument {i}", x, y) for i, (x, y) in enumerate(zip(first[2], a))]
+        pairs += [(f"'{name}'", first[4][name], k[name]) for name in k]
+        for what, x, y in pairs:
+            xs = x if isinstance(x, tuple) else (x,)
+            ys = y if isinstance(y, tuple) else (y,)
+            for xa, ya in zip(xs, ys):
+                if isinstance(xa, np.ndarray) and not np.array_equal(xa.view(np.uint8), ya.view(np.uint8)):
+                    where = np.argwhere(xa.view(np.uint8).reshape(xa.shape + (-1,)).any(-1)
+                                        != ya.view(np.uint8).reshape(ya.shape + (-1,)).any(-1))
+                    raise _kernel_error(-11, f"{kernel}: order sanitizer: {what} differs between the forward and "
+                                             f"the {order} order of I.parallel points; the result depends on the "
+                                             f"order of points, which P1 forbids (a race, P3)")
+    # The forward run is the result; write it into the caller's arrays.
+    for original, written in zip(args, first[2]):
+        if isinstance(original, np.ndarray) and original.flags.writeable:
+            original[...] = written
+    if out is not None:
+        for original, written in zip(out if isinstance(out, (tuple, list)) else (out,),
+                                     first[3] if isinstance(first[3], (tuple, list)) else (first[3],)):
+            original[...] = written
+    return first[1]

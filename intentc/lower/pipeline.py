@@ -9,8 +9,9 @@ from __future__ import annotations
 from intentc.kir.core import Module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
-from intentc.lower.passes import (expand_tensor_exprs, inline_helpers, propagate_constants, prove_bounds,
-                                  schedule_parallel, specialize_unit_stride, to_physical)
+from intentc.lower.passes import (expand_tensor_exprs, inline_helpers, keep_all_checks, propagate_constants,
+                                  prove_bounds, schedule_parallel, serialize_points, specialize_unit_stride,
+                                  to_physical)
 
 KIR_PASSES = [
     ("inline_helpers", inline_helpers.run),
@@ -25,12 +26,23 @@ PHYSICAL_PASSES = [
 PASS_NAMES = [name for name, _ in KIR_PASSES] + ["to_physical"] + [name for name, _ in PHYSICAL_PASSES]
 
 
-def lower(module: Module, verify_each: bool = True, print_after: str | None = None, log=None) -> P.Program:
+SANITIZERS = ("bounds", "order")
+
+
+def lower(module: Module, verify_each: bool = True, print_after: str | None = None, log=None,
+          sanitize: frozenset = frozenset(), point_order: str | None = None) -> P.Program:
     """Run every pass; verify KIR after each KIR pass; ``log(name, text)`` gets the IR
-    after the pass named ``print_after`` (or after every pass for ``"all"``)."""
+    after the pass named ``print_after`` (or after every pass for ``"all"``).
+
+    ``sanitize``: ``"bounds"`` keeps every bounds check (no proof removes one).
+    ``point_order``: ``"increasing"`` or ``"decreasing"`` runs parallel points serially in
+    that order (the two bodies of an ``--sanitize=order`` build)."""
     from intentc.kir.printer import print_module
 
     for name, run in KIR_PASSES:
+        if name == "prove_bounds" and "bounds" in sanitize:
+            module = keep_all_checks.run(module)
+            continue
         module = run(module)
         if verify_each:
             verify_module(module)
@@ -43,4 +55,6 @@ def lower(module: Module, verify_each: bool = True, print_after: str | None = No
         program = run(program)
         if log and print_after in (name, "all"):
             log(name, P.format_program(program))
+    if point_order is not None:
+        program = serialize_points.run(program, reverse=point_order == "decreasing")
     return program
