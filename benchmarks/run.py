@@ -112,18 +112,20 @@ class Tools:
         except Exception as e:  # a loader failure is reported in the table
             raise Unavailable(f"intentc.load failed: {type(e).__name__}: {e}") from None
 
-    def c_function(self, source: str, symbol: str, argtypes: list):
-        """``symbol`` from benchmarks/c/``source`` built with gcc -O3 -march=native -fopenmp."""
-        library = self._once(("c", source), lambda: self._build_c(BENCH / "c" / source))
+    def c_function(self, source: str, symbol: str, argtypes: list, flags: tuple[str, ...] = (), restype=None):
+        """``symbol`` from benchmarks/c/``source`` built with gcc -O3 -march=native -fopenmp
+        and ``flags`` (e.g. ``("-ffast-math",)``)."""
+        library = self._once(("c", source, flags), lambda: self._build_c(BENCH / "c" / source, flags))
         fn = getattr(library, symbol)
         fn.argtypes = argtypes
-        fn.restype = None
+        fn.restype = restype
         return fn
 
-    def _build_c(self, source: Path):
+    def _build_c(self, source: Path, flags: tuple[str, ...] = ()):
         self.build_dir.mkdir(parents=True, exist_ok=True)
-        library = self.build_dir / f"{source.stem}_c.so"
-        proc = subprocess.run(["gcc", *C_FLAGS, str(source), "-o", str(library)],
+        suffix = "".join("_" + flag.lstrip("-").replace("-", "_") for flag in flags)
+        library = self.build_dir / f"{source.stem}_c{suffix}.so"
+        proc = subprocess.run(["gcc", *C_FLAGS, *flags, str(source), "-o", str(library), "-lm"],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise Unavailable(f"gcc failed: {proc.stderr.strip().splitlines()[-1:]}")
@@ -349,6 +351,114 @@ def histogram(n: int, tools: Tools):
     c.add("NumPy histogram", lambda: lambda: np.histogram(x, 256, (0.0, 1.0))[0])
     c.add("NumPy bincount", lambda: lambda: np.bincount((x * np.float32(256)).astype(np.intp), minlength=256))
     return want, c
+
+
+if numba is not None:
+    @numba.njit(parallel=True)
+    def _numba_softmax(x, out):
+        for r in numba.prange(x.shape[0]):
+            m = x[r, 0]
+            for c in range(x.shape[1]):
+                m = max(m, x[r, c])
+            s = np.float32(0.0)
+            for c in range(x.shape[1]):
+                e = np.exp(x[r, c] - m)
+                out[r, c] = e
+                s += e
+            inv = np.float32(1.0) / s
+            for c in range(x.shape[1]):
+                out[r, c] *= inv
+
+    @numba.njit(parallel=True)
+    def _numba_logsumexp(x):
+        m = x[0]
+        for i in numba.prange(x.shape[0]):
+            m = max(m, x[i])
+        s = 0.0
+        for i in numba.prange(x.shape[0]):
+            s += np.exp(x[i] - m)
+        return m + np.log(s)
+
+
+SOFTMAX_COLS = 4096
+FAST_C_LABEL = "C -O3 -ffast-math OpenMP"  # vectorised approximate expf (glibc's libmvec)
+EXACT_C_LABEL = "C -O3 OpenMP (expf)"  # the C library's exact expf, one call per element
+
+
+@benchmark(name="softmax", title=f"row softmax, rows of {SOFTMAX_COLS} (f32)", n=4096 * SOFTMAX_COLS,
+           quick_n=1024 * SOFTMAX_COLS, bytes_per_element=8, target="≤ 1.0 × Halide exp (here: C -ffast-math)",
+           target_ratio=1.0, baseline=FAST_C_LABEL)
+def softmax(n: int, tools: Tools):
+    rows = n // SOFTMAX_COLS
+    x = np.random.default_rng(3).standard_normal((rows, SOFTMAX_COLS), dtype=np.float32) * np.float32(4)
+    out, tmp = np.empty_like(x), np.empty_like(x)
+    c = Contenders()
+
+    def intent(kernel: str):
+        def make():
+            fn = getattr(tools.intentc(BENCH / "kernels" / "softmax.intent"), kernel)
+            return lambda: (fn(x, out), out)[1]
+        return make
+
+    def c_omp(flags: tuple[str, ...]):
+        def make():
+            fn = tools.c_function("softmax.c", "softmax_c", [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                                             ctypes.c_void_p], flags)
+            return lambda: (fn(rows, SOFTMAX_COLS, x.ctypes.data, out.ctypes.data), out)[1]
+        return make
+
+    def numpy_out():
+        np.subtract(x, x.max(axis=1, keepdims=True), out=tmp)
+        np.exp(tmp, out=out)
+        return np.divide(out, out.sum(axis=1, keepdims=True), out=out)
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_softmax(x, out), out)[1]
+
+    c.add("intentc", intent("softmax"))
+    c.add("intentc (exp twice)", intent("softmax_recompute"))
+    c.add(FAST_C_LABEL, c_omp(("-ffast-math",)))
+    c.add(EXACT_C_LABEL, c_omp(()))
+    c.add("NumPy (out=)", lambda: numpy_out)
+    c.add("Numba parallel", numba_parallel)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32), c
+
+
+@benchmark(name="logsumexp", title="log-sum-exp log(Σ exp(x)) (f32)", n=2**24, quick_n=2**22,
+           bytes_per_element=4, target="≤ 1.0 × C -ffast-math", target_ratio=1.0, baseline=FAST_C_LABEL)
+def logsumexp(n: int, tools: Tools):
+    x = np.random.default_rng(4).standard_normal(n, dtype=np.float32) * np.float32(4)
+    out = np.zeros(1, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(BENCH / "kernels" / "logsumexp.intent")
+        return lambda: (m.logsumexp(x, out), out)[1]
+
+    def c_omp(flags: tuple[str, ...]):
+        def make():
+            fn = tools.c_function("logsumexp.c", "logsumexp_c", [ctypes.c_int64, ctypes.c_void_p], flags,
+                                  ctypes.c_float)
+            return lambda: np.array([fn(n, x.ctypes.data)], np.float32)
+        return make
+
+    def numpy_plain():
+        m = x.max()
+        return np.array([m + np.log(np.exp(x - m).sum(dtype=np.float32))], np.float32)
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: np.array([_numba_logsumexp(x)], np.float32)
+
+    c.add("intentc", intent)
+    c.add(FAST_C_LABEL, c_omp(("-ffast-math",)))
+    c.add(EXACT_C_LABEL, c_omp(()))
+    c.add("NumPy", lambda: numpy_plain)
+    c.add("Numba parallel", numba_parallel)
+    m = x.astype(np.float64).max()
+    return np.array([m + np.log(np.exp(x.astype(np.float64) - m).sum())], np.float32), c
 
 
 # ------------------------------------------------------------------------ running

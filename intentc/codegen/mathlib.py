@@ -36,9 +36,10 @@ found with a Remez exchange and rounded to the format, see ``tests/codegen/remez
     small terms added to its low part. ``log(+-0) = -inf``, ``log(x < 0) = NaN``,
     ``log(+inf) = +inf``, NaN gives NaN.
 ``tanh``
-    ``|x| < T``: ``x + x^3 P(x^2)`` (f32: T = 1, f64: T = 0.75); otherwise
-    ``sign(x) * (1 - 2 / (exp(2|x|) + 1))`` with the ``exp`` above (``+-1`` for large
-    ``|x|`` and ``+-inf``). Odd, ``tanh(+-0) = +-0``.
+    For ``a = |x|``: ``a + a^3 P(a^2)`` when ``a < T`` (f32: T = 1, f64: T = 0.75),
+    otherwise ``1 - 2 / (exp(2a) + 1)`` with the ``exp`` above (1 for large ``a`` and
+    inf); then ``x``'s sign bit is copied in, so ``tanh(-x) == -tanh(x)`` bit for bit and
+    ``tanh(+-0) = +-0``.
 
 Error bounds (measured, tests/codegen/test_mathlib.py; docs/language.md): f32 ``exp``
 and ``log`` below 1 ulp over every f32 input, ``tanh`` below 2 ulp; f64 below 1 ulp
@@ -202,13 +203,14 @@ def _log(A, x):
 def _tanh(A, x):
     F = A.fmt
     a = A.fabs(x)
-    z = A.mul(x, x)
-    small = A.add(x, A.mul(x, A.mul(z, _horner(A, z, F.tanh_poly))))
+    z = A.mul(a, a)
+    small = A.add(a, A.mul(a, A.mul(z, _horner(A, z, F.tanh_poly))))
     one = A.c(1.0)
     e = _exp(A, A.add(a, a))
     big = A.sub(one, A.div(A.c(2.0), A.add(e, one)))
-    big = A.select(A.lt(x, A.c(0.0)), A.neg(big), big)
-    return A.select(A.lt(a, A.c(F.tanh_small)), small, big)  # NaN takes the second path: NaN
+    t = A.select(A.lt(a, A.c(F.tanh_small)), small, big)  # NaN takes the second path: NaN
+    sign = A.iand(A.bits(x), A.ic(-(1 << (F.bits - 1))))
+    return A.from_bits(A.ior(A.bits(t), sign))  # tanh(-x) == -tanh(x) exactly, -0 included
 
 
 _ALGORITHMS = {"exp": _exp, "log": _log, "tanh": _tanh}
@@ -269,6 +271,12 @@ class _IR:
 
     def iadd(self, a, b):
         return self.b.add(a, b)
+
+    def iand(self, a, b):
+        return self.b.and_(a, b)
+
+    def ior(self, a, b):
+        return self.b.or_(a, b)
 
     def isub(self, a, b):
         return self.b.sub(a, b)
@@ -380,6 +388,12 @@ class _NumPy:
 
     def iadd(self, a, b):
         return self.np.add(a, b, dtype=self.it)
+
+    def iand(self, a, b):
+        return self.np.bitwise_and(a, b, dtype=self.it)
+
+    def ior(self, a, b):
+        return self.np.bitwise_or(a, b, dtype=self.it)
 
     def isub(self, a, b):
         return self.np.subtract(a, b, dtype=self.it)
