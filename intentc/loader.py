@@ -57,7 +57,17 @@ _NUMPY_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i
                 "f32": "float32", "f64": "float64", "bf16": "bfloat16"}
 
 
+_DLPACK_CACHE: dict = {}
+
+
 def _dlpack_of(dtype) -> tuple[int, int]:
+    known = _DLPACK_CACHE.get(dtype)
+    if known is None:
+        known = _DLPACK_CACHE[dtype] = _dlpack_code(dtype)
+    return known
+
+
+def _dlpack_code(dtype) -> tuple[int, int]:
     kind, bits = dtype.kind, dtype.itemsize * 8
     if dtype.name == "bfloat16":
         return 4, 16
@@ -212,13 +222,17 @@ def _descriptor(array, name: str, kernel: str, keep: list) -> IntentTensor:
             raise KernelError(-5, f"{kernel}: parameter '{name}' has a byte stride {stride} that is not a "
                                   f"multiple of its element size {itemsize}")
     ndim = array.ndim
-    shape = (ctypes.c_int64 * max(1, ndim))(*array.shape)
-    strides = (ctypes.c_int64 * max(1, ndim))(*(s // itemsize for s in array.strides))
-    keep += [shape, strides, array]
+    extents = (ctypes.c_int64 * (2 * max(1, ndim)))(*array.shape, *(s // itemsize for s in array.strides))
+    keep += [extents, array]
+    base = ctypes.addressof(extents)
     data = array.ctypes.data if array.size else (array.ctypes.data or None)
-    return IntentTensor(data, _Device(1, 0), ndim, _DType(code, bits, 1),
-                        ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)),
-                        ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64)), 0)
+    # One array holds the extents then the strides; the descriptor points into it.
+    return IntentTensor(data, _DEVICE_CPU, ndim, _DType(code, bits, 1),
+                        ctypes.cast(base, _I64_PTR), ctypes.cast(base + 8 * max(1, ndim), _I64_PTR), 0)
+
+
+_DEVICE_CPU = _Device(1, 0)
+_I64_PTR = ctypes.POINTER(ctypes.c_int64)
 
 
 class Module:
