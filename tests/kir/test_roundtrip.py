@@ -23,6 +23,7 @@ from intentc.driver import compile_source, frontend  # noqa: E402
 from intentc.kir.parser import parse_module  # noqa: E402
 from intentc.kir.printer import print_module  # noqa: E402
 from intentc.kir.verifier import verify_module  # noqa: E402
+from intentc.lower.pipeline import lower  # noqa: E402
 
 
 def _programs() -> list[tuple[str, str]]:
@@ -80,7 +81,12 @@ def test_round_trip_before_and_after_lowering(name, source):
     path = name.replace(":", "_") + ".intent"
     before = frontend(source, path)
     _round_trip(before, f"{name} (kir)")
-    after = compile_source(source, path, optimize_ir=False).kir
+    try:
+        after = compile_source(source, path, optimize_ir=False).kir
+    except CompileError as exc:  # a program for another target (e.g. bf16 arithmetic on the GPU only)
+        assert all(d.rule == "T7" for d in exc.diagnostics), exc
+        after = frontend(source, path)
+        lower(after)  # the same KIR passes compile_source runs, in place
     verify_module(after)
     _round_trip(after, f"{name} (lowered)")
     assert not any(op.name == "call" for f in after.kernels for op in f.walk()), "lowering left a call"
