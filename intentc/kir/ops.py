@@ -430,22 +430,25 @@ def _verify_histogram(op: Op) -> None:
 
 
 def _verify_contract_tiles(op: Op) -> None:
-    """contract_tiles(ap, bp, c, batch, mp, np, k) {acc, mr, nr, lanes, mc, nc, kc}: the lowered
-    form of contract: c[b, i, j] = sum over k of ap * bp on packed panels (contract_lowering.py)."""
-    _need(len(op.operands) == 7 and not op.results, op, "three buffers and four index sizes")
-    bufs = [v.type for v in op.operands[:3]]
-    _need(all(isinstance(t, TensorType) for t in bufs) and [t.rank for t in bufs] == [1, 1, 3], op,
-          "packed panels are flat, c is [batch, mp, np]")
-    _need(len({t.dtype for t in bufs}) == 1 and bufs[0].dtype.name == op.attrs.get("acc"), op,
-          "buffers hold the accumulator dtype")
-    _need(all(v.type == INDEX for v in op.operands[3:]), op, "sizes are index")
+    """contract_tiles(ap, bp, c, scratch, batch, m, n, k) {acc, mr, nr, lanes, mc, nc, kc}: the
+    lowered form of contract: c[b, i, j] = sum over k of the packed panels ap * bp
+    (intentc/lower/contract_lowering.py)."""
+    _need(len(op.operands) == 8 and not op.results, op, "four tensors and four index sizes")
+    tensors = [v.type for v in op.operands[:4]]
+    _need(all(isinstance(t, TensorType) for t in tensors) and [t.rank for t in tensors[:2]] == [1, 1]
+          and tensors[2].rank in (2, 3) and tensors[3].rank == 1, op,
+          "packed panels and scratch are flat, c is [m, n] or [batch, m, n]")
+    _need(len({t.dtype for t in tensors}) == 1 and tensors[0].dtype.name == op.attrs.get("acc"), op,
+          "tensors hold the accumulator dtype")
+    _need(all(v.type == INDEX for v in op.operands[4:]), op, "sizes are index")
     mr, nr, lanes = (op.attrs.get(k, 0) for k in ("mr", "nr", "lanes"))
     _need(mr > 0 and lanes > 0 and nr > 0 and nr % lanes == 0, op, "tile sizes")
 
 
 _register("contract", "structured", PURE, _verify_contract)
 _register("histogram", "structured", PURE, _verify_histogram)
-_register("contract_tiles", "structured", (Effect("read", 0), Effect("read", 1), Effect("write", 2)),
+_register("contract_tiles", "structured",
+          (Effect("read", 0), Effect("read", 1), Effect("read", 2), Effect("write", 2), Effect("write", 3)),
           _verify_contract_tiles)
 
 

@@ -103,7 +103,8 @@ class ContractExpansion:
             result = self.contract_tiled(op, spec, acc, extent)
         else:
             result = self.contract_folds(op, spec, acc, extent)
-        replace[id(op.result)] = result
+        if result is not None:
+            replace[id(op.result)] = result
 
     def product_of(self, letters: str, extent: dict) -> Value:
         return self.product([extent[c] for c in letters])
@@ -138,7 +139,9 @@ class ContractExpansion:
                 return self.blocked_fold(count, [zero], elements({}), combine, op.span)[0]
             return self.fold(count, [zero], elements({}), combine, op.span)[0]
         extents = [extent[c] for c in spec.out]
-        buf = self.buffer(acc, extents, op.span)
+        buf = self.result_buffer(op.result, acc, extents, op.span)
+        if buf is None:
+            return None  # never read
 
         def body(points):
             (value,) = self.fold(count, [zero], elements(dict(zip(spec.out, points))), combine, op.span)
@@ -147,25 +150,38 @@ class ContractExpansion:
         self.parallel(extents, body)
         return buf
 
-    def contract_tiled(self, op: Op, spec, acc, extent: dict) -> Value:
+    def contract_tiled(self, op: Op, spec, acc, extent: dict) -> Value | None:
         a, b = op.operands
+        if id(op.result) not in getattr(self, "used", {id(op.result)}):
+            return None  # never read: nothing to compute
         mr, nr, lanes = tile_shape(acc)
+        mc, nc = max(MC // mr, 1) * mr, max(NC // nr, 1) * nr
         batch = self.product_of(spec.batch, extent)
         m = self.product_of(spec.free_a, extent)
         n = self.product_of(spec.free_b, extent)
         k = self.product_of(spec.reduced, extent)
         mp = self.ix("mul", self.ceil_div(m, self.c(mr)), self.c(mr))
         np_ = self.ix("mul", self.ceil_div(n, self.c(nr)), self.c(nr))
+        # C: the kernel's output itself when the result is returned as is and laid out as
+        # [batch?, m, n]; else a [batch, m, n] buffer that the result views.
+        direct = spec.out == spec.canonical and len(spec.batch) <= 1 and len(spec.free_a) == 1 \
+            and len(spec.free_b) == 1 and id(op.result) in getattr(self, "destination", {})
+        if direct:
+            c = self.result_buffer(op.result, acc, [extent[ch] for ch in spec.out], op.span)
+        else:
+            c = self.buffer(acc, [batch, m, n], op.span)
         ap = self.buffer(acc, [self.product([batch, mp, k])], op.span)
         bp = self.buffer(acc, [self.product([batch, np_, k])], op.span)
-        c = self.buffer(acc, [batch, mp, np_], op.span)
+        tiles = self.product([batch, self.ceil_div(mp, self.c(mc)), self.ceil_div(np_, self.c(nc))])
+        scratch = self.buffer(acc, [self.ix("mul", tiles, self.c(mr * nr))], op.span)  # edge tiles
         zero = self.scalar(acc, 0)
         self.pack(a, spec.a, spec.free_a, mr, batch, m, mp, k, ap, spec, extent, acc, zero, op.span)
         self.pack(b, spec.b, spec.free_b, nr, batch, n, np_, k, bp, spec, extent, acc, zero, op.span)
-        mc, nc = max(MC // mr, 1) * mr, max(NC // nr, 1) * nr
-        self.out.append(Op("contract_tiles", [ap, bp, c, batch, mp, np_, k], [], {
+        self.out.append(Op("contract_tiles", [ap, bp, c, scratch, batch, m, n, k], [], {
             "acc": acc.name, "mr": mr, "nr": nr, "lanes": lanes, "mc": mc, "nc": nc, "kc": KC}, span=op.span))
-        # The result: C without its padding, with the free axes unflattened, in result order.
+        if direct:
+            return c
+        # The result: C with the free axes unflattened, in result order.
         axes, operands = [], [c]
         for group, size in ((spec.batch, batch), (spec.free_a, m), (spec.free_b, n)):
             if group:
@@ -201,21 +217,28 @@ class ContractExpansion:
             last = self.ix("sub", rows, self.c(1))
             outer = self.coords(spec.batch, bb, extent)
 
-            def element(t, w):
+            def element(t, w, edge: bool):
                 row = self.ix("add", first, w)
-                inside = self.emit("cmp", [row, rows], [BOOL], {"pred": "lt"}).result
                 coords = dict(outer)
-                coords.update(self.coords(free, self.ix("min", row, last), extent))
+                coords.update(self.coords(free, self.ix("min", row, last) if edge else row, extent))
                 coords.update(self.coords(spec.reduced, t, extent))
                 value = self.operand_at(x, letters, coords, acc, span)
-                value = self.emit("select", [inside, value, zero], [acc]).result
+                if edge:  # rows past the end read the last row (in bounds) and pack zeros
+                    inside = self.emit("cmp", [row, rows], [BOOL], {"pred": "lt"}).result
+                    value = self.emit("select", [inside, value, zero], [acc]).result
                 at = self.ix("add", self.ix("add", base, self.ix("mul", t, self.c(width))), w)
                 self.put(buf, [at], value)
 
-            if k_inner:
-                self.loop(self.c(width), lambda w: self.loop(k, lambda t: element(t, w)))
-            else:
-                self.loop(k, lambda t: self.loop(self.c(width), lambda w: element(t, w)))
+            def panel(edge: bool):
+                if k_inner:
+                    self.loop(self.c(width), lambda w: self.loop(k, lambda t: element(t, w, edge)))
+                else:
+                    self.loop(k, lambda t: self.loop(self.c(width), lambda w: element(t, w, edge)))
+                return []
+
+            full = self.emit("cmp", [self.ix("add", first, self.c(width)), rows], [BOOL], {"pred": "le"}).result
+            self.out.append(Op("if", [full], [], None, [self._with_block([], lambda: panel(False)),
+                                                        self._with_block([], lambda: panel(True))]))
 
         self.parallel([self.ix("mul", batch, panels)], body)
 
@@ -297,7 +320,9 @@ class ContractExpansion:
             self.parallel([blocks], lambda points: count_block(points[0]), grain=1)
         else:
             self.loop(blocks, count_block)
-        result = self.buffer(acc, [n], op.span)
+        result = self.result_buffer(op.result, acc, [n], op.span)
+        if result is None:
+            return  # never read
         self.loop(n, lambda j: self.put(result, [j], zero))
 
         def merge(b):  # in block order: the same sums for every thread count
@@ -310,9 +335,13 @@ class ContractExpansion:
 
 # ---- physical: the tiled loop nest of contract_tiles ---------------------------------------------------
 def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
-    """The ``parallel`` loop over the ``mc x nc`` blocks of C and its register-tiled micro-kernel."""
-    ap, bp, c = (low.tensors[id(v)] for v in op.operands[:3])
-    batch, mp, np_, k = (low.read(v) for v in op.operands[3:])
+    """The ``parallel`` loop over the ``mc x nc`` blocks of C and its register-tiled micro-kernel.
+
+    C is ``[m, n]`` or ``[batch, m, n]`` with any strides (the kernel's output, or a buffer).
+    A tile that lies inside C, on a unit column stride, loads and stores its rows as
+    vectors; an edge tile goes through its block's slot of ``scratch``, element by element."""
+    ap, bp, c, scratch = (low.tensors[id(v)] for v in op.operands[:4])
+    batch, m, n, k = (low.read(v) for v in op.operands[4:])
     acc = ap.dtype
     attrs = op.attrs
     mr, nr, lanes, mc, nc, kc = (attrs[key] for key in ("mr", "nr", "lanes", "mc", "nc", "kc"))
@@ -336,7 +365,15 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
     def ceil_div(a, b):
         return ix("floordiv", ix("add", a, const(b - 1)), const(b))
 
+    def both(a, b):
+        return P.Binary(BOOL, "and", a, b)
+
+    def stride(axis):
+        return P.Field(INDEX, c, "stride", axis - 3 + c.rank)
+
     out: list[P.Stmt] = []
+    mp = let("mp", ix("mul", ceil_div(m, mr), const(mr)), out)
+    np_ = let("np", ix("mul", ceil_div(n, nr), const(nr)), out)
     tiles_m = let("tiles_m", ceil_div(mp, mc), out)
     tiles_n = let("tiles_n", ceil_div(np_, nc), out)
     per = let("tiles", ix("mul", tiles_m, tiles_n), out)
@@ -352,33 +389,55 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
     mlen = let("mlen", ix("min", const(mc), ix("sub", mp, m0)), body)
     nlen = let("nlen", ix("min", const(nc), ix("sub", np_, n0)), body)
     arow = let("arow", ix("mul", bb, mp), body)
+    brow = let("brow", ix("mul", bb, np_), body)
+    crow = let("crow", ix("mul", bb, stride(0)) if c.rank == 3 else const(0), body)
+    slot = let("slot", ix("mul", P.read(tile), const(mr * nr)), body)
 
     pc = var("pc")
     kbody: list[P.Stmt] = []
     k0 = let("k0", ix("mul", P.read(pc), const(kc)), kbody)
     klen = let("klen", ix("min", const(kc), ix("sub", k, k0)), kbody)
-    first = P.Compare(BOOL, "eq", P.read(pc), const(0))
 
     jr = var("jr")
     jbody: list[P.Stmt] = []
     j = let("j", ix("add", n0, ix("mul", P.read(jr), const(nr))), jbody)
-    bbase = let("bbase", ix("add", ix("mul", ix("add", ix("mul", bb, np_), j), k), ix("mul", k0, const(nr))), jbody)
+    bbase = let("bbase", ix("add", ix("mul", ix("add", brow, j), k), ix("mul", k0, const(nr))), jbody)
 
     ir = var("ir")
     ibody: list[P.Stmt] = []
     i = let("i", ix("add", m0, ix("mul", P.read(ir), const(mr))), ibody)
-    row = let("row", ix("add", arow, i), ibody)
-    abase = let("abase", ix("add", ix("mul", row, k), ix("mul", k0, const(mr))), ibody)
-    cbase = let("cbase", ix("add", ix("mul", row, np_), j), ibody)
+    abase = let("abase", ix("add", ix("mul", ix("add", arow, i), k), ix("mul", k0, const(mr))), ibody)
+    cbase = let("cbase", ix("add", crow, ix("add", ix("mul", i, stride(1)), ix("mul", j, stride(2)))), ibody)
+    full = var("full", BOOL)
+    ibody.append(P.Assign(full, both(both(P.Compare(BOOL, "le", ix("add", i, const(mr)), m),
+                                          P.Compare(BOOL, "le", ix("add", j, const(nr)), n)),
+                                     P.Compare(BOOL, "eq", stride(2), const(1)))))
     accs = [[var(f"acc{r}_{v}", vt) for v in range(vectors)] for r in range(mr)]
 
-    def c_at(r, v):
-        return ix("add", cbase, ix("add", ix("mul", const(r), np_), const(v * lanes)))
+    def c_at(r, v):  # row r, vector v of a full tile (unit column stride)
+        return ix("add", cbase, ix("add", ix("mul", const(r), stride(1)), const(v * lanes)))
 
+    def s_at(r, v):
+        return ix("add", slot, const(r * nr + v * lanes))
+
+    def edge_elements(action) -> P.Stmt:
+        """for r < mr, col < nr inside C: action(C offset, scratch offset)."""
+        r, col = var("er"), var("ec")
+        inside = both(P.Compare(BOOL, "lt", ix("add", i, P.read(r)), m),
+                      P.Compare(BOOL, "lt", ix("add", j, P.read(col)), n))
+        at_c = ix("add", cbase, ix("add", ix("mul", P.read(r), stride(1)), ix("mul", P.read(col), stride(2))))
+        at_s = ix("add", slot, ix("add", ix("mul", P.read(r), const(nr)), P.read(col)))
+        return P.Loop(r, const(mr), (P.Loop(col, const(nr), action(inside, at_c, at_s)),))
+
+    every = [(r, v) for r in range(mr) for v in range(vectors)]
     zero = P.Splat(vt, P.Const(acc, 0))
-    start = tuple(P.Assign(accs[r][v], zero) for r in range(mr) for v in range(vectors))
-    resume = tuple(P.Assign(accs[r][v], P.Load(vt, c, c_at(r, v))) for r in range(mr) for v in range(vectors))
-    ibody.append(P.If(first, start, resume))
+    start = tuple(P.Assign(accs[r][v], zero) for r, v in every)
+    resume_full = tuple(P.Assign(accs[r][v], P.Load(vt, c, c_at(r, v))) for r, v in every)
+    fill = edge_elements(lambda inside, at_c, at_s: (
+        P.Store(scratch, at_s, P.Const(acc, 0)), P.If(inside, (P.Store(scratch, at_s, P.Load(acc, c, at_c)),))))
+    resume_edge = (fill,) + tuple(P.Assign(accs[r][v], P.Load(vt, scratch, s_at(r, v))) for r, v in every)
+    ibody.append(P.If(P.Compare(BOOL, "eq", P.read(pc), const(0)), start,
+                      (P.If(P.read(full), resume_full, resume_edge),)))
     kk = var("kk")
     micro: list[P.Stmt] = []
     bvec = [var(f"b{v}", vt) for v in range(vectors)]
@@ -392,7 +451,10 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
         for v in range(vectors):
             micro.append(P.Assign(accs[r][v], P.MulAdd(vt, P.read(a), P.read(bvec[v]), P.read(accs[r][v]))))
     ibody.append(P.Loop(kk, klen, tuple(micro)))
-    ibody += [P.Store(c, c_at(r, v), P.read(accs[r][v])) for r in range(mr) for v in range(vectors)]
+    store_full = tuple(P.Store(c, c_at(r, v), P.read(accs[r][v])) for r, v in every)
+    spill = tuple(P.Store(scratch, s_at(r, v), P.read(accs[r][v])) for r, v in every)
+    copy = edge_elements(lambda inside, at_c, at_s: (P.If(inside, (P.Store(c, at_c, P.Load(acc, scratch, at_s)),)),))
+    ibody.append(P.If(P.read(full), store_full, spill + (copy,)))
 
     jbody.append(P.Loop(ir, ix("floordiv", mlen, const(mr)), tuple(ibody)))
     kbody.append(P.Loop(jr, ix("floordiv", nlen, const(nr)), tuple(jbody)))

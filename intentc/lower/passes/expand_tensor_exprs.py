@@ -97,7 +97,8 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion):
         self.destination = {}
         for value, arg in zip(results, new_args):
             op = self.defs.get(id(value))
-            if op is not None and op.name in ("reduce", "scan", "region_scan") and results.count(value) == 1 \
+            if op is not None and op.name in ("reduce", "scan", "region_scan", "contract", "histogram") \
+                    and results.count(value) == 1 \
                     and value.type.rank == arg.type.rank:
                 self.destination[id(value)] = arg
         self.used = {id(v) for op in func.walk() for v in op.operands}
