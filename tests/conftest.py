@@ -291,12 +291,8 @@ class Differential:
 
 
 @pytest.fixture(scope="session")
-def _differential_session(tmp_path_factory) -> Differential:
-    return Differential(tmp_path_factory.mktemp("differential"))
-
-
-@pytest.fixture
-def differential(_differential_session) -> Differential:
+def differential(tmp_path_factory) -> Differential:
     """``differential(source, kernel, *args, out=None, ulps=None, parallel_order="forward",
-    **kwargs)``: compiled vs interpreted, see the module docstring."""
-    return _differential_session
+    seed=0, **kwargs)``: compiled vs interpreted, see the module docstring. Session-scoped:
+    builds are cached by source text for the whole session."""
+    return Differential(tmp_path_factory.mktemp("differential"))
