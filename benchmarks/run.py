@@ -95,7 +95,10 @@ class Tools:
 
     def _build_intent(self, source: Path):
         self.build_dir.mkdir(parents=True, exist_ok=True)
-        library = self.build_dir / f"{source.stem}.so"
+        # Sources outside benchmarks/kernels (samples) get their folder in the name: two
+        # sources with one stem must not overwrite a library that is already loaded.
+        stem = source.stem if source.parent == BENCH / "kernels" else f"{source.stem}_{source.parent.name}"
+        library = self.build_dir / f"{stem}.so"
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         start = time.perf_counter()
@@ -459,6 +462,169 @@ def logsumexp(n: int, tools: Tools):
     c.add("Numba parallel", numba_parallel)
     m = x.astype(np.float64).max()
     return np.array([m + np.log(np.exp(x.astype(np.float64) - m).sum())], np.float32), c
+
+
+# ------------------------------------------- stencil, scans, recurrences, region folds
+# The kernels are the samples themselves (samples/stencil3.intent, prefix_sum.intent,
+# linear_recurrence.intent, logsumexp.intent, reductions.intent).
+
+SERIAL_C_LABEL = "C -O3 serial"
+
+
+@benchmark(name="stencil3", title="3-point stencil out(i) = (x(i-1) + x(i) + x(i+1)) / 3 (f32)", n=2**24,
+           quick_n=2**22, bytes_per_element=8, target="≤ 1.25 × C -O3", target_ratio=1.25,
+           baseline=SERIAL_C_LABEL)
+def stencil3(n: int, tools: Tools):
+    x = _f32(np.random.default_rng(5), n)
+    out, out_np = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "stencil3.intent")
+        return lambda: (m.stencil3(x, out), out)[1]
+
+    def c_fn(symbol: str):
+        def make():
+            fn = tools.c_function("stencil3.c", symbol, [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p])
+            return lambda: (fn(n, x.ctypes.data, out.ctypes.data), out)[1]
+        return make
+
+    def numpy_out():
+        inner = out_np[1:-1]
+        np.add(x[:-2], x[1:-1], out=inner)
+        np.add(inner, x[2:], out=inner)
+        np.divide(inner, np.float32(3.0), out=inner)
+        return out_np
+
+    c.add("intentc", intent)
+    c.add(SERIAL_C_LABEL, c_fn("stencil3_c"))
+    c.add(C_LABEL, c_fn("stencil3_omp"))
+    c.add("NumPy (out=)", lambda: numpy_out)
+    want = np.zeros(n, np.float32)
+    want[1:-1] = (x[:-2] + x[1:-1] + x[2:]) / np.float32(3.0)
+    return want, c
+
+
+TWO_PASS_LABEL = "C -O3 OpenMP two-pass"
+
+
+@benchmark(name="prefix_sum", title="inclusive prefix sum (f32, values in [0, 1))", n=2**24, quick_n=2**22,
+           bytes_per_element=8, target="≤ 1.0 × C two-pass", target_ratio=1.0, baseline=TWO_PASS_LABEL,
+           rtol=2e-4)
+def prefix_sum(n: int, tools: Tools):
+    # Positive values keep every prefix well conditioned: serial f32 sums of 2^24 terms
+    # (NumPy's, C's) are within ~1e-4 of the float64 prefix.
+    x = np.random.default_rng(6).random(n, dtype=np.float32)
+    out = np.empty(n, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "prefix_sum.intent")
+        return lambda: m.prefix_sum(x, out=out)
+
+    def c_fn(symbol: str):
+        def make():
+            fn = tools.c_function("prefix_sum.c", symbol, [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p])
+            return lambda: (fn(n, x.ctypes.data, out.ctypes.data), out)[1]
+        return make
+
+    c.add("intentc", intent)
+    c.add(TWO_PASS_LABEL, c_fn("prefix_sum_two_pass"))
+    c.add(SERIAL_C_LABEL, c_fn("prefix_sum_serial"))
+    c.add("NumPy cumsum (out=)", lambda: lambda: np.cumsum(x, out=out))
+    return np.cumsum(x, dtype=np.float64).astype(np.float32), c
+
+
+FMA_C_LABEL = "C -O3 serial (FMA contracted)"
+NO_FMA_C_LABEL = "C -O3 serial -ffp-contract=off"
+
+
+@benchmark(name="linear_recurrence", title="linear recurrence h = a·h + b (f32, a in [0.5, 1))", n=2**24,
+           quick_n=2**22, bytes_per_element=12, target="≥ 1.7 × faster than serial C (≤ 0.59 ×)",
+           target_ratio=1 / 1.7, baseline=FMA_C_LABEL)
+def linear_recurrence(n: int, tools: Tools):
+    rng = np.random.default_rng(7)
+    a = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    b = rng.uniform(-1.0, 1.0, n).astype(np.float32)
+    h0 = 0.25
+    out = np.empty(n, np.float32)
+    c = Contenders()
+    argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_void_p]
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "linear_recurrence.intent")
+        return lambda: m.linear_recurrence(a, b, h0, out=out)
+
+    def c_fn(flags: tuple[str, ...]):
+        def make():
+            fn = tools.c_function("linear_recurrence.c", "linear_recurrence_c", argtypes, flags)
+            return lambda: (fn(n, a.ctypes.data, b.ctypes.data, h0, out.ctypes.data), out)[1]
+        return make
+
+    c.add("intentc", intent)
+    c.add(FMA_C_LABEL, c_fn(()))
+    c.add(NO_FMA_C_LABEL, c_fn(("-ffp-contract=off",)))
+    want = np.empty(n, np.float32)  # the recurrence in float64
+    ref = tools.c_function("linear_recurrence.c", "linear_recurrence_f64",
+                           argtypes[:3] + [ctypes.c_double, ctypes.c_void_p])
+    ref(n, a.ctypes.data, b.ctypes.data, h0, want.ctypes.data)
+    return want, c
+
+
+@benchmark(name="logsumexp_fold", title="log-sum-exp as a region fold (samples/logsumexp.intent, f32)",
+           n=2**24, quick_n=2**22, bytes_per_element=4, target="≤ 1.0 × C -ffast-math", target_ratio=1.0,
+           baseline=FAST_C_LABEL)
+def logsumexp_fold(n: int, tools: Tools):
+    x = np.random.default_rng(4).standard_normal(n, dtype=np.float32) * np.float32(4)
+    out = np.zeros(1, np.float32)
+    c = Contenders()
+
+    def intent(source: Path, how):
+        def make():
+            m = tools.intentc(source)
+            return lambda: how(m)
+        return make
+
+    def c_omp(flags: tuple[str, ...]):
+        def make():
+            fn = tools.c_function("logsumexp.c", "logsumexp_c", [ctypes.c_int64, ctypes.c_void_p], flags,
+                                  ctypes.c_float)
+            return lambda: np.array([fn(n, x.ctypes.data)], np.float32)
+        return make
+
+    def numpy_plain():
+        m = x.max()
+        return np.array([m + np.log(np.exp(x - m).sum(dtype=np.float32))], np.float32)
+
+    c.add("intentc", intent(REPO / "samples" / "logsumexp.intent", lambda m: m.logsumexp(x, out=out)))
+    c.add("intentc (max, then sum: two passes)",
+          intent(BENCH / "kernels" / "logsumexp.intent", lambda m: (m.logsumexp(x, out), out)[1]))
+    c.add(FAST_C_LABEL, c_omp(("-ffast-math",)))
+    c.add(EXACT_C_LABEL, c_omp(()))
+    c.add("NumPy", lambda: numpy_plain)
+    m = x.astype(np.float64).max()
+    return np.array([m + np.log(np.exp(x.astype(np.float64) - m).sum())], np.float32), c
+
+
+@benchmark(name="sum", title="full sum Σx (f32, values in [0, 1))", n=2**24, quick_n=2**22, bytes_per_element=4,
+           target="≤ 1.05 × C OpenMP (memory-bound, like triad)", target_ratio=1.05)
+def total(n: int, tools: Tools):
+    x = np.random.default_rng(8).random(n, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "reductions.intent")
+        return lambda: m.total(x, out=out)
+
+    def c_omp():
+        fn = tools.c_function("sum.c", "sum_c", [ctypes.c_int64, ctypes.c_void_p], (), ctypes.c_float)
+        return lambda: np.array([fn(n, x.ctypes.data)], np.float32)
+
+    c.add("intentc", intent)
+    c.add(C_LABEL, c_omp)
+    c.add("NumPy sum (pairwise)", lambda: lambda: np.array([x.sum()], np.float32))
+    return np.array([x.sum(dtype=np.float64)], np.float32), c
 
 
 # ------------------------------------------------------------------------ running
