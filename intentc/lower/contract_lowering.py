@@ -421,21 +421,21 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
         return ix("add", slot, const(r * nr + v * lanes))
 
     def edge_elements(action) -> P.Stmt:
-        """for r < mr, col < nr inside C: action(C offset, scratch offset)."""
+        """action(C offset, scratch offset) for the tile's elements inside C (run-time trip
+        counts: a loop LLVM keeps small)."""
         r, col = var("er"), var("ec")
-        inside = both(P.Compare(BOOL, "lt", ix("add", i, P.read(r)), m),
-                      P.Compare(BOOL, "lt", ix("add", j, P.read(col)), n))
         at_c = ix("add", cbase, ix("add", ix("mul", P.read(r), stride(1)), ix("mul", P.read(col), stride(2))))
         at_s = ix("add", slot, ix("add", ix("mul", P.read(r), const(nr)), P.read(col)))
-        return P.Loop(r, const(mr), (P.Loop(col, const(nr), action(inside, at_c, at_s)),))
+        rows, cols = ix("min", const(mr), ix("sub", m, i)), ix("min", const(nr), ix("sub", n, j))
+        return P.Loop(r, rows, (P.Loop(col, cols, action(at_c, at_s)),))
 
     every = [(r, v) for r in range(mr) for v in range(vectors)]
     zero = P.Splat(vt, P.Const(acc, 0))
     start = tuple(P.Assign(accs[r][v], zero) for r, v in every)
     resume_full = tuple(P.Assign(accs[r][v], P.Load(vt, c, c_at(r, v))) for r, v in every)
-    fill = edge_elements(lambda inside, at_c, at_s: (
-        P.Store(scratch, at_s, P.Const(acc, 0)), P.If(inside, (P.Store(scratch, at_s, P.Load(acc, c, at_c)),))))
-    resume_edge = (fill,) + tuple(P.Assign(accs[r][v], P.Load(vt, scratch, s_at(r, v))) for r, v in every)
+    clear = tuple(P.Store(scratch, s_at(r, v), zero) for r, v in every)
+    fill = edge_elements(lambda at_c, at_s: (P.Store(scratch, at_s, P.Load(acc, c, at_c)),))
+    resume_edge = clear + (fill,) + tuple(P.Assign(accs[r][v], P.Load(vt, scratch, s_at(r, v))) for r, v in every)
     ibody.append(P.If(P.Compare(BOOL, "eq", P.read(pc), const(0)), start,
                       (P.If(P.read(full), resume_full, resume_edge),)))
     kk = var("kk")
@@ -453,7 +453,7 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
     ibody.append(P.Loop(kk, klen, tuple(micro)))
     store_full = tuple(P.Store(c, c_at(r, v), P.read(accs[r][v])) for r, v in every)
     spill = tuple(P.Store(scratch, s_at(r, v), P.read(accs[r][v])) for r, v in every)
-    copy = edge_elements(lambda inside, at_c, at_s: (P.If(inside, (P.Store(c, at_c, P.Load(acc, scratch, at_s)),)),))
+    copy = edge_elements(lambda at_c, at_s: (P.Store(c, at_c, P.Load(acc, scratch, at_s)),))
     ibody.append(P.If(P.read(full), store_full, spill + (copy,)))
 
     jbody.append(P.Loop(ir, ix("floordiv", mlen, const(mr)), tuple(ibody)))
