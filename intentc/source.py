@@ -34,7 +34,7 @@ class SourceFile:
             return ""
         start = self._line_starts[line - 1]
         end = self.text.find("\n", start)
-        return self.text[start:] if end < 0 else self.text[start:end]
+        return (self.text[start:] if end < 0 else self.text[start:end]).rstrip("\r")
 
 
 @dataclass(frozen=True)

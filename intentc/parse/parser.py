@@ -48,6 +48,7 @@ def _expected_words(expected) -> str:
 
 
 def parse_source(text: str, path: str = "<input>") -> ast.Module:
+    text = text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte order mark, as Python allows
     source = SourceFile.from_text(path, text if text.endswith("\n") else text + "\n")
     try:
         tree = _lark().parse(source.text)
