@@ -262,6 +262,7 @@ class ContractExpansion:
             n_f, zero_f = self.as_dtype(n, binning), self.scalar(binning, 0.0)
             scale = self.emit("div", [n_f, self.emit("sub", [hi, lo], [binning]).result], [binning]).result
         private = self.buffer(acc, [blocks, width], op.span)
+        staged = self.buffer(I32, [blocks, self.c(HIST_CHUNK)], op.span)  # each block's bins of a chunk
         zero, one = self.scalar(acc, 0), self.scalar(acc, 1)
 
         # Bin numbers are i32 (sema keeps n < 2**31, and n <= 2**24 with a range, so that n is
@@ -296,15 +297,14 @@ class ContractExpansion:
             self.loop(width, lambda j: self.put(private, [b, j], zero))
             start = self.ix("mul", b, size)
             length = self.ix("min", size, self.ix("sub", count, start))
-            staged = self.buffer(I32, [self.c(HIST_CHUNK)], op.span)
 
             def chunk(s):
                 first = self.ix("add", start, self.ix("mul", s, self.c(HIST_CHUNK)))
                 span_ = self.ix("min", self.c(HIST_CHUNK), self.ix("sub", self.ix("add", start, length), first))
-                self.loop(span_, lambda t: self.put(staged, [t], bin_of(self.ix("add", first, t))))
+                self.loop(span_, lambda t: self.put(staged, [b, t], bin_of(self.ix("add", first, t))))
 
                 def add(t):
-                    j = self.as_dtype(self.get(staged, [t]), INDEX)
+                    j = self.as_dtype(self.get(staged, [b, t]), INDEX)
                     if weighted:
                         w = self.element(weights, self.unravel(self.ix("add", first, t), extents), op.span,
                                          proven=True)
