@@ -782,6 +782,10 @@ CHECKS: dict[str, Callable[[object], str]] = {
     "segmented_cumprod_with_resets": check_segmented_cumprod_with_resets,
 }
 
+from checks_memory import MEMORY_CHECKS  # noqa: E402  (indexed memory, atomics, ragged relations, RNG)
+
+CHECKS.update(MEMORY_CHECKS)
+
 
 def main(argv: list[str]) -> int:
     """``python samples/checks.py SAMPLE LIBRARY.so``: runs one check, prints its summary."""
