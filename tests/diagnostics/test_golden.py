@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,18 @@ def expected_texts() -> dict[str, str]:
     return texts
 
 
+def _check(name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "intentc", "check", f"{name}.intent"], cwd=HERE, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cli_runs() -> dict[str, subprocess.CompletedProcess]:
+    """`intentc check NAME.intent` for every case, a few processes at a time."""
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        return dict(zip(CASES, pool.map(_check, CASES)))
+
+
 def test_every_case_has_its_golden_file(expected_texts):
     intents = {p.stem for p in HERE.glob("*.intent")}
     goldens = {p.stem for p in HERE.glob("*.expected")}
@@ -184,10 +197,9 @@ def test_every_case_has_its_golden_file(expected_texts):
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_cli_check(name, expected_texts):
+def test_cli_check(name, expected_texts, cli_runs):
     """`intentc check` exits 1 with exactly the expected diagnostics and no traceback."""
-    proc = subprocess.run([sys.executable, "-m", "intentc", "check", f"{name}.intent"], cwd=HERE, env=_env(),
-                          capture_output=True, text=True, timeout=60)
+    proc = cli_runs[name]
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 1, f"exit code {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     stderr = _normalise(proc.stderr, name)
