@@ -352,7 +352,7 @@ def _scatter_reduce_builtin(b, node: ast.Call):
         if dtype.is_bool or (dtype.is_float and combine in ("and", "or", "xor")):
             raise error(f'combine="{combine}" is not defined on {dtype}', combine_node.span if combine_node else
                         node.span, rule="M5", hint="use an integer destination, or another combine")
-        identity = b.const(identity_of(combine, dtype), dtype, node.span)
+        identity = b.const(_identity(combine, dtype, identity_of), dtype, node.span)
         if "identity" in kwargs:
             raise error(f'combine="{combine}" has its own identity', kwargs["identity"].span, rule="M5",
                         hint="identity= is only for helper combines")
@@ -373,6 +373,15 @@ def _scatter_reduce_builtin(b, node: ast.Call):
     scatter(b, dst, values, [n.span for n in nodes], b.expr(node.args[2]), node.span, mask, unique=False,
             reduce=(name, identity, region))
     return TupleValue(())
+
+
+def _identity(combine: str, dtype: DType, identity_of):
+    """The value ``combine`` leaves unchanged: xor and or 0, and all ones, else as reductions."""
+    if combine in ("xor", "or"):
+        return False if dtype.is_bool else 0
+    if combine == "and":
+        return True if dtype.is_bool else (-1 if dtype.is_signed else (1 << dtype.bits) - 1)
+    return identity_of(combine, dtype)
 
 
 # ---- atomics (M6, A1, A2) -------------------------------------------------------------------------------
