@@ -1,7 +1,7 @@
 """A small FileCheck: check lines in a test file against a tool's output.
 
-Supported directives, for a prefix P (default ``CHECK``), written after ``#`` in the
-test file:
+Supported directives, for a prefix P (default ``CHECK``), written after ``#`` (Intent
+source) or ``//`` (KIR text) in the test file:
 
 - ``P: pattern``       the next line at or after the current position that contains the
                        pattern; the position moves past it;
@@ -37,7 +37,7 @@ class Directive:
 
 def directives(text: str, prefix: str = "CHECK") -> list[Directive]:
     found = []
-    pattern = re.compile(rf"#\s*{re.escape(prefix)}(?:-(NEXT|SAME|NOT|LABEL))?:(.*)$")
+    pattern = re.compile(rf"(?:#|//)\s*{re.escape(prefix)}(?:-(NEXT|SAME|NOT|LABEL))?:(.*)$")
     for number, line in enumerate(text.splitlines(), 1):
         match = pattern.search(line)
         if match:

@@ -1,8 +1,13 @@
-"""FileCheck-style tests: `tests/kir/*.intent` files with `# RUN:` and check lines.
+"""FileCheck-style tests.
 
-Each `# RUN: ARGS --check-prefix P` line runs `intentc explain FILE ARGS` (the click
-command, in process) and matches its output against the file's `# P:` / `# P-NOT:` /
-`# P-NEXT:` / `# P-SAME:` / `# P-LABEL:` lines with the small matcher in `filecheck.py`.
+- `tests/kir/*.intent`: each `# RUN: ARGS --check-prefix P` line runs `intentc explain FILE
+  ARGS` (the click command, in process) and matches its output against the file's `# P:` /
+  `# P-NOT:` / `# P-NEXT:` / `# P-SAME:` / `# P-LABEL:` lines;
+- `tests/kir/*.kir`: KIR text; `// RUN: PASS...` names KIR lowering passes. The text is
+  parsed and verified, the passes run (verifying after each), and the printed result is
+  matched against the `// CHECK...` lines.
+
+The matcher is the small one in `filecheck.py`.
 """
 from __future__ import annotations
 
@@ -22,6 +27,10 @@ from click.testing import CliRunner  # noqa: E402
 
 import filecheck  # noqa: E402
 from intentc.cli import main  # noqa: E402
+from intentc.kir.parser import parse_module  # noqa: E402
+from intentc.kir.printer import print_module  # noqa: E402
+from intentc.kir.verifier import verify_module  # noqa: E402
+from intentc.lower.pipeline import KIR_PASSES  # noqa: E402
 
 
 def _runs(path: Path) -> list[tuple[list[str], str]]:
@@ -67,6 +76,27 @@ def test_filecheck(path, args, prefix):
     output = explain(path, args)
     checks = filecheck.directives(path.read_text(encoding="utf-8"), prefix)
     filecheck.check(output, checks, name=f"{path.name} [{prefix}]")
+
+
+KIR_FILES = sorted(HERE.glob("*.kir"))
+
+
+@pytest.mark.parametrize("path", KIR_FILES, ids=[p.stem for p in KIR_FILES])
+def test_kir_pass(path):
+    text = path.read_text(encoding="utf-8")
+    runs = [line.split("RUN:", 1)[1].split() for line in text.splitlines() if line.startswith("// RUN:")]
+    assert len(runs) == 1 and runs[0], f"{path.name}: one `// RUN: PASS...` line"
+    passes = dict(KIR_PASSES)
+    module = parse_module(text)
+    verify_module(module)
+    for name in runs[0]:
+        module = passes[name](module)
+        verify_module(module)
+    filecheck.check(print_module(module), filecheck.directives(text), name=path.name)
+
+
+def test_there_are_kir_pass_tests():
+    assert len(KIR_FILES) >= 3
 
 
 # ---- the matcher itself: it must be able to fail ---------------------------------------

@@ -90,3 +90,13 @@ def test_round_trip_before_and_after_lowering(name, source):
     verify_module(after)
     _round_trip(after, f"{name} (lowered)")
     assert not any(op.name == "call" for f in after.kernels for op in f.walk()), "lowering left a call"
+
+
+KIR_TEXTS = sorted(HERE.glob("*.kir"))
+
+
+@pytest.mark.parametrize("path", KIR_TEXTS, ids=[p.stem for p in KIR_TEXTS])
+def test_hand_written_kir_round_trips(path):
+    module = parse_module(path.read_text(encoding="utf-8"))
+    verify_module(module)
+    _round_trip(module, path.name)
