@@ -123,7 +123,7 @@ def test_sample_kernel(differential, path, kernel):
         assert run.error is None or run.error.code == -6, f"{kernel} {sizes} {layout}: {run.error}"
         succeeded += run.error is None
     if not _validates_offsets(func):
-        assert succeeded >= (len(SIZES) - 1) * len(LAYOUTS), f"{kernel}: only {succeeded} calls succeeded"
+        assert succeeded >= (len(SIZES) - 2) * len(LAYOUTS), f"{kernel}: only {succeeded} calls succeeded"
 
 
 def _validates_offsets(func) -> bool:

@@ -38,9 +38,21 @@ FLOAT_BINARY = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "div
 COMPARE = {"lt": "{a} < {b}", "le": "{a} <= {b}", "gt": "{a} > {b}", "ge": "{a} >= {b}", "eq": "{a} == {b}",
            "ne": "{a} != {b}"}
 INT_UNARY = {"neg": "-{a}", "not": "~{a}", "abs": "I.abs({a})"}
-FLOAT_UNARY = {"neg": "-{a}", "abs": "I.abs({a})", "sqrt": "I.sqrt({a})", "exp": "I.exp({a})", "log": "I.log({a})"}
+FLOAT_UNARY = {"neg": "-{a}", "abs": "I.abs({a})", "sqrt": "I.sqrt({a})", "exp": "I.exp({a})", "log": "I.log({a})",
+               "tanh": "I.tanh({a})"}
 BOOL_BINARY = {"and": "{a} & {b}", "or": "{a} | {b}", "xor": "{a} ^ {b}"}
-TRANSCENDENTAL = {"pow", "exp", "log"}
+# Compiled vs interpreted: bit for bit, except float ** (FLOAT_UNARY, docs/testing.md).
+TRANSCENDENTAL = {"pow"}
+# vs the expectation (float64 rounded to the dtype): the documented accuracy of intentc's
+# exp, log and tanh (docs/language.md), one more ULP in f64 where the float64 reference
+# itself is not correctly rounded; ** within FLOAT_ULPS.
+ACCURACY = {"exp": 1, "log": 1, "tanh": 2}
+
+
+def expectation_ulps(name: str, dt: str) -> int:
+    if name in ACCURACY and dt in FLOATS:
+        return ACCURACY[name] + (dt == "f64")
+    return FLOAT_ULPS[dt] if name in TRANSCENDENTAL and dt in FLOATS else 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,7 +197,7 @@ def ref_float_unary(op: str, dt: str, a: float) -> float:
     if op == "abs":
         return abs(a)
     with np.errstate(all="ignore"):
-        return to_dtype({"sqrt": np.sqrt, "exp": np.exp, "log": np.log}[op](np.float64(a)), dt)
+        return to_dtype({"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh}[op](np.float64(a)), dt)
 
 
 def ref_cast(value, src: str, dst: str):
@@ -330,9 +342,8 @@ def test_operations(differential, dt):
             run = differential(tensor_src, kernel, *args)
             assert run.error is None, f"{kernel}: {run.error}"
             got = run.result
-            ulps = FLOAT_ULPS[dt] if name in TRANSCENDENTAL and dt in FLOATS else 0
             assert_matches(got, expected(name, dt, result, [a.tolist() for a in args]), f"{kernel} vs expectation",
-                           ulps)
+                           expectation_ulps(name, dt))
             out = np.zeros(len(args[0]), NP[result])
             intentc.interpret(scalar_src, kernel, *args, out)
             assert_matches(out, got.tolist(), f"{kernel}: interpreter scalar path vs compiled",
