@@ -7,7 +7,7 @@
   parsed and verified, the passes run (verifying after each), and the printed result is
   matched against the `// CHECK...` lines.
 
-The matcher is the small one in `filecheck.py`.
+The matcher is the small one in `kir_filecheck.py`.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ for path in (str(REPO), str(HERE)):
 
 from click.testing import CliRunner  # noqa: E402
 
-import filecheck  # noqa: E402
+import kir_filecheck as filecheck  # noqa: E402
 from intentc.cli import main  # noqa: E402
 from intentc.kir.parser import parse_module  # noqa: E402
 from intentc.kir.printer import print_module  # noqa: E402
