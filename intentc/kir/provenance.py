@@ -129,7 +129,7 @@ class Provenance:
                 domains = op.operands if op.name == "parallel" else op.operands[:1]
                 for arg, domain in zip(op.regions[0].args, domains):
                     self.point_domain[id(arg)] = domain
-            elif op.name in ("load", "store"):
+            elif op.name in ("load", "store") or op.name.startswith("atomic_"):
                 self.facts_at[id(op)] = (dict(self.parent), dict(self.dims))
             for region in op.regions:
                 saved = dict(self.parent), dict(self.dims)

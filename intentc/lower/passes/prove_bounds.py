@@ -1,6 +1,6 @@
 """Mark element accesses whose indices are proven in bounds, so they need no run-time check.
 
-Before: ``load``/``store`` ops may carry ``inbounds`` (set by earlier passes that built
+Before: ``load``/``store`` ops (and atomic accesses) may carry ``inbounds`` (set by earlier passes that built
 them in bounds); the others are checked at run time (D5: never clamped).
 After: an axis is marked in bounds when the provenance analysis
 (``intentc.kir.provenance``) proves ``0 <= index`` and ``index < extent`` from the
@@ -14,12 +14,14 @@ from intentc.kir.core import Module
 from intentc.kir.provenance import Provenance
 from intentc.kir.types import TensorType
 
+_ACCESSES = ("load", "store", "atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")  # element accesses
+
 
 def run(module: Module) -> Module:
     for func in module.kernels:
         prov = Provenance(func)
         for op in func.walk():
-            if op.name not in ("load", "store") or not isinstance(op.operands[0].type, TensorType):
+            if op.name not in _ACCESSES or not isinstance(op.operands[0].type, TensorType):
                 continue
             rank = op.operands[0].type.rank
             proven = list(op.attrs.get("inbounds", [False] * rank))
