@@ -1,8 +1,10 @@
 """Compiler bugs found by differential testing (compiled vs the reference interpreter),
-each as the smallest program that showed it. Every test here failed before its fix."""
+each as the smallest program that showed it. Every test here failed before its fix;
+a bug still open is a strict xfail (it turns into a failure once fixed, to be unmarked)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 NESTED_PARALLEL = """\
 import intent as I
@@ -149,3 +151,26 @@ def test_enumerate_loop_that_may_stop_early(differential):
     np.testing.assert_array_equal(run.args[1], [1 + 12 + 23, 2])
     run = differential(ENUMERATE_BREAK, "k", x[:1].copy(), np.zeros(2, np.int64))
     np.testing.assert_array_equal(run.args[1], [0, -1])
+
+
+SNAPSHOT = """\
+import intent as I
+
+@intent.kernel
+def snap(m: mut f32[N]) -> f32[N]:
+    y = m * 2.0
+    for i in I.parallel(m.axis(0)):
+        m[i] = 0.0
+    return y
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="open: the compiled code fuses `y = m * 2.0` into the return, after the "
+                                       "writes to m, so y sees the new values; the interpreter computes y where it "
+                                       "is defined (program order)")
+def test_tensor_value_is_computed_where_it_is_defined(differential):
+    """A whole-tensor value over a `mut` parameter, read after that parameter is written.
+    In program order y is [0, 2, 4, 6]; the compiled code returns [0, 0, 0, 0]."""
+    m = np.arange(4, dtype=np.float32)
+    run = differential(SNAPSHOT, "snap", m)
+    np.testing.assert_array_equal(run.result, [0, 2, 4, 6])
