@@ -62,7 +62,8 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
                    optimize_ir: bool = True, sanitize: tuple[str, ...] = ()) -> Compiled:
     """``sanitize``: "bounds" keeps every bounds check; "order" runs each call twice with the
     points of every I.parallel loop in increasing and decreasing order and fails
-    (INTENT_E_SANITIZER) when the written results differ (P1, P3)."""
+    (INTENT_E_SANITIZER) when the written results differ (P1, P3); "unique" checks every
+    scatter asserted ``unique=True`` (M4); "race" is "order" and "unique" together."""
     from intentc.codegen.emit_llvm import UnsupportedError, emit_module
     from intentc.codegen.manifest import manifest_json, module_manifest
     from intentc.codegen.optimize import optimize
@@ -78,6 +79,8 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     if unknown:
         raise error(f"unknown sanitizer '{unknown[0]}'", hint="available: " + ", ".join(SANITIZERS))
     checks = frozenset(sanitize)
+    if "race" in checks:  # a compiled build detects races by their effect: order dependence, unique writes
+        checks |= {"order", "unique"}
     order_check = None
     try:
         program = lower(module, sanitize=checks)

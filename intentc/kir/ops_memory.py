@@ -82,12 +82,16 @@ def _verify_scatter(op: Op) -> None:
     _need(isinstance(dst, TensorType), op, "the destination is a tensor")
     masked = bool(op.attrs.get("masked"))
     extra = 1 if op.name == "scatter_reduce" else 0
-    _need(len(op.operands) == 2 + dst.rank + extra + masked and not op.results, op,
-          "operands are the destination, one index per axis, the values[, identity][, mask]")
+    marker = 1 if op.attrs.get("check_unique") else 0  # --sanitize=unique (lower/passes/check_unique.py)
+    _need(len(op.operands) == 2 + dst.rank + extra + masked + marker and not op.results, op,
+          "operands are the destination, one index per axis, the values[, identity][, mask][, marker]")
+    if marker:
+        _need(isinstance(op.operands[-1].type, TensorType) and op.operands[-1].type.rank == dst.rank, op,
+              "the marker is shaped like the destination")
     _need(op.attrs.get("space") in ("external", "buffer"), op, "writes go to an external view or a buffer (M2)")
     indices = op.operands[1:1 + dst.rank]
     vals = op.operands[1 + dst.rank]
-    rest = op.operands[2 + dst.rank:]
+    rest = op.operands[2 + dst.rank:len(op.operands) - marker]
     shape = _access_shape(op, indices + [vals] + rest[extra:])
     _indices_ok(op, indices, shape)
     _need(element_is(vals.type, dst.dtype), op, "values have the destination dtype")

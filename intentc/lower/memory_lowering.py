@@ -151,14 +151,19 @@ class MemoryExpansion:
         dst = op.operands[0]
         rank = dst.type.rank
         index_ops, vals = op.operands[1:1 + rank], op.operands[1 + rank]
-        mask = op.operands[-1] if op.attrs.get("masked") else None
+        marker = op.operands[-1] if op.attrs.get("check_unique") else None
+        mask = op.operands[-2 if marker is not None else -1] if op.attrs.get("masked") else None
         lanes = self._lanes(op, 1)
+        if marker is not None and lanes is marker:
+            lanes = None
 
         def write(points):
             where = [self.element(v, points, op.span, True) for v in index_ops]
             value = self.element(vals, points, op.span, True)
 
             def store():
+                if marker is not None:
+                    self._claim(op, marker, where)
                 self.out.append(Op("store", [dst] + where + [value], span=op.span))
                 return []
             if mask is None:
@@ -171,6 +176,21 @@ class MemoryExpansion:
             return
         extents = [self.extent(lanes, a) for a in range(lanes.type.rank)]
         self.loop_nest(extents, write, parallel=self.depth == 0)
+
+    def _claim(self, op: Op, marker: Value, where: list[Value]) -> None:
+        """--sanitize=unique: mark the element; a second write to it fails the call (M4)."""
+        dst = op.operands[0]
+        extents = [self.extent(dst, a) for a in range(dst.type.rank)]
+        flat = self._checked_flat(op, where, extents)
+        one = self.emit("const", [], [marker.type.dtype], {"value": 1}).result
+        old = self.emit("atomic_rmw", [marker] + where + [one], [marker.type.dtype],
+                        {"op": "exchange", "order": "relaxed"}, span=op.span).result
+        fresh = self.emit("cmp", [old, self.emit("const", [], [marker.type.dtype], {"value": 0}).result], [BOOL],
+                          {"pred": "eq"}).result
+        name = _param_name(self.func, dst)
+        self.emit("assert_true", [fresh, flat], attrs={
+            "what": f"unique sanitizer (M4): a scatter asserted unique=True writes element %lld (row-major) of "
+                    f"'{name}' a second time", "rule": "M4", "code": "sanitizer"}, span=op.span)
 
     def when(self, cond: Value, build) -> None:
         then = self._with_block([], build)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from intentc.kir.core import Module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
+from intentc.lower.passes import check_unique
 from intentc.lower.passes import (expand_tensor_exprs, inline_helpers, keep_all_checks, propagate_constants,
                                   prove_bounds, schedule_parallel, serialize_points, specialize_unit_stride,
                                   to_physical)
@@ -26,7 +27,7 @@ PHYSICAL_PASSES = [
 PASS_NAMES = [name for name, _ in KIR_PASSES] + ["to_physical"] + [name for name, _ in PHYSICAL_PASSES]
 
 
-SANITIZERS = ("bounds", "order")
+SANITIZERS = ("bounds", "order", "unique", "race")  # race: order and unique (driver.py)
 
 
 def lower(module: Module, verify_each: bool = True, print_after: str | None = None, log=None,
@@ -39,6 +40,8 @@ def lower(module: Module, verify_each: bool = True, print_after: str | None = No
     that order (the two bodies of an ``--sanitize=order`` build)."""
     from intentc.kir.printer import print_module
 
+    if "unique" in sanitize:  # scatters asserted unique are checked at run time (M4)
+        module = check_unique.run(module)
     for name, run in KIR_PASSES:
         if name == "prove_bounds" and "bounds" in sanitize:
             module = keep_all_checks.run(module)

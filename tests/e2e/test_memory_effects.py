@@ -612,3 +612,29 @@ def k(x: u32[N]) -> u32[1]:
     with pytest.raises(CompileError) as info:
         frontend(source, "rng_in_helper.intent")
     assert any(d.rule in ("R4", "R5") for d in info.value.diagnostics)
+
+
+def test_compiled_unique_and_race_sanitizers(tmp_path):
+    """--sanitize=unique instruments scatters asserted unique; --sanitize=race adds the order
+    sanitizer (INTENT_E_SANITIZER, -11) and stays quiet on a correct program."""
+    from intentc.driver import build
+
+    (tmp_path / "s.intent").write_text(SCATTERS)
+    (tmp_path / "r.intent").write_text(RACES)
+    build(tmp_path / "s.intent", tmp_path / "s.so", sanitize=("unique",))
+    build(tmp_path / "r.intent", tmp_path / "r.so", sanitize=("race",))
+    m, r = intentc.load(tmp_path / "s.so"), intentc.load(tmp_path / "r.so")
+    x = np.arange(6, dtype=np.float32)
+    for kernel in (m.permute, m.permute_points):
+        out = np.zeros(6, np.float32)
+        kernel(x, np.array([3, 0, 5, 1, 4, 2]), out)
+        np.testing.assert_array_equal(out, [1, 3, 5, 0, 4, 2])
+        with pytest.raises(intentc.KernelError) as info:
+            kernel(x, np.array([3, 0, 5, 3, 4, 2]), np.zeros(6, np.float32))
+        assert info.value.code == -11 and "unique" in str(info.value) and "element 3" in str(info.value)
+    out = np.zeros(5, np.float32)
+    r.chase(x[:5], np.arange(5), out)
+    np.testing.assert_array_equal(out, x[:5])
+    with pytest.raises(intentc.KernelError) as info:
+        r.chase(x[:5], np.array([1, 2, 3, 4, 0]), np.ones(5, np.float32))
+    assert info.value.code == -11

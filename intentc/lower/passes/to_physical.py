@@ -127,7 +127,8 @@ class _KernelLowering:
             return [P.Check(P.Compare(BOOL, "eq", a, b), _CODES.get(op.attrs.get("rule"), "INTENT_E_SHAPE"),
                             f"{self.func.name}: {op.attrs['what']}{self.where(op)}", (a, b))]
         if name == "assert_true":
-            code = {"bounds": "INTENT_E_BOUNDS", "domain": "INTENT_E_DOMAIN"}.get(op.attrs.get("code"), "INTENT_E_SHAPE")
+            code = {"bounds": "INTENT_E_BOUNDS", "domain": "INTENT_E_DOMAIN", "sanitizer": "INTENT_E_SANITIZER"}.get(
+                op.attrs.get("code"), "INTENT_E_SHAPE")
             return [P.Check(self.read(op.operands[0]), code, f"{self.func.name}: {op.attrs['what']}{self.where(op)}",
                             tuple(self.read(v) for v in op.operands[1:]))]
         if name == "bcast_extent":
