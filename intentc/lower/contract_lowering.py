@@ -378,8 +378,16 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
     out: list[P.Stmt] = []
     mp = let("mp", ix("mul", ceil_div(m, mr), const(mr)), out)
     np_ = let("np", ix("mul", ceil_div(n, nr), const(nr)), out)
+    # Blocks of at most mc x nc, as even as whole register tiles allow (so that no thread is
+    # left with a thin last block while the other works): sizes from the problem only.
     tiles_m = let("tiles_m", ceil_div(mp, mc), out)
     tiles_n = let("tiles_n", ceil_div(np_, nc), out)
+    block_m = let("block_m", ix("mul", ix("floordiv", ix("add", ix("floordiv", mp, const(mr)),
+                                                             ix("sub", tiles_m, const(1))),
+                                          ix("max", tiles_m, const(1))), const(mr)), out)
+    block_n = let("block_n", ix("mul", ix("floordiv", ix("add", ix("floordiv", np_, const(nr)),
+                                                             ix("sub", tiles_n, const(1))),
+                                          ix("max", tiles_n, const(1))), const(nr)), out)
     per = let("tiles", ix("mul", tiles_m, tiles_n), out)
     # K blocks: at least one, so that K == 0 still stores the zero sums.
     kblocks = let("kblocks", ix("max", ceil_div(k, kc), const(1)), out)
@@ -388,10 +396,10 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
     body: list[P.Stmt] = []
     bb = let("bb", ix("floordiv", P.read(tile), per), body)
     rest = let("rest", ix("mod", P.read(tile), per), body)
-    m0 = let("m0", ix("mul", ix("floordiv", rest, tiles_n), const(mc)), body)
-    n0 = let("n0", ix("mul", ix("mod", rest, tiles_n), const(nc)), body)
-    mlen = let("mlen", ix("min", const(mc), ix("sub", mp, m0)), body)
-    nlen = let("nlen", ix("min", const(nc), ix("sub", np_, n0)), body)
+    m0 = let("m0", ix("mul", ix("floordiv", rest, tiles_n), block_m), body)
+    n0 = let("n0", ix("mul", ix("mod", rest, tiles_n), block_n), body)
+    mlen = let("mlen", ix("max", ix("min", block_m, ix("sub", mp, m0)), const(0)), body)
+    nlen = let("nlen", ix("max", ix("min", block_n, ix("sub", np_, n0)), const(0)), body)
     arow = let("arow", ix("mul", bb, mp), body)
     brow = let("brow", ix("mul", bb, np_), body)
     crow = let("crow", ix("mul", bb, stride(0)) if c.rank == 3 else const(0), body)
