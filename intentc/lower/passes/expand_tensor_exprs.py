@@ -17,6 +17,8 @@ from intentc.kir.extents import build as build_extent
 from intentc.lower.structured_expansion import StructuredExpansion
 from intentc.lower.contract_lowering import ContractExpansion
 from intentc.lower.memory_lowering import MATERIALIZED as MEMORY_OPS, MemoryExpansion
+from intentc.lower.scaled_lowering import ScaledExpansion
+from intentc.lower.sparse_lowering import SparseExpansion
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
@@ -30,7 +32,7 @@ def run(module: Module) -> Module:
     return module
 
 
-class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion):
+class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion, ScaledExpansion, SparseExpansion):
     def __init__(self, func: Function):
         self.func = func
         self.params = {id(v) for v in func.args if isinstance(v.type, TensorType)}
@@ -97,7 +99,8 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion):
         self.destination = {}
         for value, arg in zip(results, new_args):
             op = self.defs.get(id(value))
-            if op is not None and op.name in ("reduce", "scan", "region_scan", "contract", "histogram") \
+            if op is not None and op.name in ("reduce", "scan", "region_scan", "contract", "histogram",
+                                              "scaled_contract", "sparse_contract") \
                     and results.count(value) == 1 \
                     and value.type.rank == arg.type.rank:
                 self.destination[id(value)] = arg
@@ -138,6 +141,9 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion):
             if op.name in ("contract", "histogram"):  # T3, T6: contract_lowering.py
                 getattr(self, f"materialize_{op.name}")(op, replace)
                 continue
+            if op.name in ("scaled_contract", "sparse_contract"):  # T4, T5: scaled_lowering.py, sparse_lowering.py
+                getattr(self, f"materialize_{op.name}")(op, replace)
+                continue
             if op.name == "region_fold":
                 self.materialize_region_fold(op, replace)
                 continue
@@ -148,6 +154,10 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion):
                 self.materialize_region_scan(op, replace)
                 continue
             if op.results and any(isinstance(r.type, TensorType) for r in op.results) and op.name != "call":
+                if self.reads_written(op):
+                    # A value over a tensor the kernel writes is a snapshot taken here (program
+                    # order), so later writes cannot leak into it through fusion.
+                    replace[id(op.result)] = self.snapshot(op.result, op.span)
                 continue  # pure tensor-valued op: consumed element by element below
             if op.name == "load" and id(op.operands[0]) not in self.params:
                 replace[id(op.result)] = self.element(op.operands[0], op.operands[1:], op.span)
@@ -166,6 +176,31 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion):
             self.out.append(op)
         result, self.out = self.out, saved
         return result
+
+    # -- snapshots of values over written tensors ---------------------------------------------
+    def written_tensors(self) -> set[int]:
+        if not hasattr(self, "_written"):
+            from intentc.kir.ops import effects
+
+            self._written = {id(op.operands[e.operand]) for op in self.func.walk() for e in effects(op)
+                             if e.kind in ("write", "atomic") and e.operand is not None}
+        return self._written
+
+    def reads_written(self, op: Op) -> bool:
+        return any(id(v) in self.written_tensors() for v in op.operands if isinstance(v.type, TensorType))
+
+    def snapshot(self, value: Value, span) -> Value:
+        """Materialise ``value`` into a buffer now: a parallel copy of its elements."""
+        extents = [self.extent(value, axis) for axis in range(value.type.rank)]
+        buffer = self.buffer(value.type.dtype, extents, span)
+
+        def body(points):
+            element = self.element(value, list(points), span, proven=True)
+            self.out.append(Op("store", [buffer] + list(points) + [element],
+                               attrs={"inbounds": [True] * len(points)}))
+
+        self.parallel(extents, body)
+        return buffer
 
     # -- shapes and elements ------------------------------------------------------------------
     def extent(self, value: Value, axis: int) -> Value:
