@@ -627,6 +627,179 @@ def total(n: int, tools: Tools):
     return np.array([x.sum(dtype=np.float64)], np.float32), c
 
 
+# ------------------------------------------------- indexed memory, ragged rows, RNG (spec §8-§10)
+
+MEMORY_ROWS, MEMORY_SEGMENTS = 2**24, 2**16
+
+
+def _csr(n: int, rows: int, seed: int):
+    """CSR rows of random lengths (uniform cut points) over n values."""
+    rng = np.random.default_rng(seed)
+    cuts = np.sort(rng.integers(0, n + 1, rows - 1))
+    offsets = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+    return offsets, rng.standard_normal(n, dtype=np.float32), rng
+
+
+if numba is not None:
+    @numba.njit(parallel=True, fastmath=True)
+    def _numba_segsum(offsets, values, out):
+        for r in numba.prange(out.shape[0]):
+            acc = np.float32(0.0)
+            for j in range(offsets[r], offsets[r + 1]):
+                acc += values[j]
+            out[r] = acc
+
+    @numba.njit(parallel=True, fastmath=True)
+    def _numba_spmv(offsets, cols, values, x, y):
+        for r in numba.prange(y.shape[0]):
+            acc = np.float32(0.0)
+            for j in range(offsets[r], offsets[r + 1]):
+                acc += values[j] * x[cols[j]]
+            y[r] = acc
+
+    @numba.njit(parallel=True)
+    def _numba_philox(seed, out):
+        m = out.shape[1]
+        chunks = 256
+        per = (m + chunks - 1) // chunks
+        for chunk in numba.prange(chunks):
+            for i in range(chunk * per, min(m, (chunk + 1) * per)):
+                c0, c1, c2, c3 = np.uint64(i & 0xFFFFFFFF), np.uint64(i >> 32), np.uint64(0), np.uint64(0)
+                k0, k1 = np.uint64(seed), np.uint64(0)
+                for r in range(10):
+                    if r:
+                        k0 = (k0 + np.uint64(0x9E3779B9)) & np.uint64(0xFFFFFFFF)
+                        k1 = (k1 + np.uint64(0xBB67AE85)) & np.uint64(0xFFFFFFFF)
+                    p0 = np.uint64(0xD2511F53) * c0
+                    p1 = np.uint64(0xCD9E8D57) * c2
+                    n0 = (p1 >> np.uint64(32)) ^ c1 ^ k0
+                    n2 = (p0 >> np.uint64(32)) ^ c3 ^ k1
+                    c0, c1, c2, c3 = n0, p1 & np.uint64(0xFFFFFFFF), n2, p0 & np.uint64(0xFFFFFFFF)
+                out[0, i], out[1, i], out[2, i], out[3, i] = c0, c1, c2, c3
+
+
+@benchmark(name="segmented_sum", title=f"segmented sums / csr_row_sums: 2^24 values, 2^16 rows of random "
+           "lengths (f32, samples/ragged_csr.intent)", n=MEMORY_ROWS, quick_n=2**22, bytes_per_element=4,
+           target="≤ 1.05 × C OpenMP", target_ratio=1.05, rtol=1e-4)
+def segmented_sum(n: int, tools: Tools):
+    offsets, values, _ = _csr(n, MEMORY_SEGMENTS, 11)
+    out = np.zeros(MEMORY_SEGMENTS, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "ragged_csr.intent")
+        return lambda: (m.csr_row_sums(values, offsets, out), out)[1]
+
+    def c_omp():
+        fn = tools.c_function("memory.c", "segsum_c", [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                                       ctypes.c_void_p])
+        args = (MEMORY_SEGMENTS, offsets.ctypes.data, values.ctypes.data, out.ctypes.data)
+        return lambda: (fn(*args), out)[1]
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_segsum(offsets, values, out), out)[1]
+
+    c.add("intentc", intent)
+    c.add(C_LABEL, c_omp)
+    c.add("Numba parallel fastmath", numba_parallel)
+    starts = offsets[:-1]
+    c.add("NumPy reduceat", lambda: lambda: np.where(offsets[1:] > starts, np.add.reduceat(
+        values, np.minimum(starts, n - 1)), 0).astype(np.float32))
+    want = np.add.reduceat(values.astype(np.float64), np.minimum(starts, n - 1))
+    return np.where(offsets[1:] > starts, want, 0).astype(np.float32), c
+
+
+@benchmark(name="spmv_csr", title="CSR sparse matrix × vector: 2^24 non-zeros, 2^16 rows, 2^16 columns (f32, "
+           "samples/ragged_csr.intent)", n=MEMORY_ROWS, quick_n=2**22, bytes_per_element=16,
+           target="≤ 1.3 × C -O3 (issue #7)", target_ratio=1.3, rtol=1e-4)
+def spmv_csr(n: int, tools: Tools):
+    offsets, values, rng = _csr(n, MEMORY_SEGMENTS, 12)
+    cols = rng.integers(0, 2**16, n)
+    x = rng.standard_normal(2**16, dtype=np.float32)
+    y = np.zeros(MEMORY_SEGMENTS, np.float32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "ragged_csr.intent")
+        return lambda: (m.spmv_csr(values, cols, offsets, x, y), y)[1]
+
+    def c_omp():
+        fn = tools.c_function("memory.c", "spmv_c", [ctypes.c_int64] + [ctypes.c_void_p] * 5)
+        args = (MEMORY_SEGMENTS, offsets.ctypes.data, cols.ctypes.data, values.ctypes.data, x.ctypes.data,
+                y.ctypes.data)
+        return lambda: (fn(*args), y)[1]
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_spmv(offsets, cols, values, x, y), y)[1]
+
+    c.add("intentc", intent)
+    c.add(C_LABEL, c_omp)
+    c.add("Numba parallel fastmath", numba_parallel)
+    prods = values.astype(np.float64) * x[cols]
+    starts = offsets[:-1]
+    want = np.where(offsets[1:] > starts, np.add.reduceat(prods, np.minimum(starts, n - 1)), 0)
+    return want.astype(np.float32), c
+
+
+@benchmark(name="philox", title="Philox4x32-10: 2^24 u32 words, four per counter, stored as four rows "
+           "(samples/philox_rng.intent)", n=2**24, quick_n=2**22, bytes_per_element=4,
+           target="≤ 1.0 × Numba prange over chunks", target_ratio=1.0, baseline="Numba parallel (chunks)")
+def philox(n: int, tools: Tools):
+    counters = n // 4
+    out = np.zeros((4, counters), np.uint32)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "philox_rng.intent")
+        return lambda: (m.philox_words(20261130, out), out)[1]
+
+    def c_omp():
+        fn = tools.c_function("memory.c", "philox_c", [ctypes.c_int64, ctypes.c_uint32, ctypes.c_void_p])
+        return lambda: (fn(counters, 20261130, out.ctypes.data), out)[1]
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_philox(20261130, out), out)[1]
+
+    c.add("intentc", intent)
+    c.add("Numba parallel (chunks)", numba_parallel)
+    c.add(C_LABEL, c_omp)
+    from intentc.kir.interp_memory import philox4x32
+
+    i = np.arange(counters, dtype=np.uint64)
+    zero = np.zeros(counters, np.uint32)
+    want = np.array(philox4x32((np.full(counters, 20261130, np.uint32), zero),
+                               (i.astype(np.uint32), (i >> np.uint64(32)).astype(np.uint32), zero, zero)))
+    return want, c
+
+
+@benchmark(name="histogram_scatter_reduce", title="256-bin histogram of 2^24 i64 values by I.scatter_reduce "
+           "(benchmarks/kernels/scatter_histogram.intent)", n=2**24, quick_n=2**22, bytes_per_element=8,
+           target="quoted vs NumPy (issue #7)", target_ratio=1.0, baseline="NumPy bincount")
+def histogram_scatter_reduce(n: int, tools: Tools):
+    values = np.random.default_rng(13).integers(-8, 264, n)
+    valid = (values >= 0) & (values < 256)
+    out = np.zeros(256, np.int64)
+    c = Contenders()
+
+    def intent():
+        m = tools.intentc(BENCH / "kernels" / "scatter_histogram.intent")
+        return lambda: m.scatter_histogram(values, out=out)
+
+    def c_omp():
+        fn = tools.c_function("memory.c", "hist256_c", [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p])
+        return lambda: (fn(n, values.ctypes.data, out.ctypes.data), out)[1]
+
+    c.add("intentc", intent)
+    c.add("NumPy bincount", lambda: lambda: np.bincount(values[(values >= 0) & (values < 256)], minlength=256))
+    c.add(C_LABEL, c_omp)
+    c.add("NumPy add.at", lambda: lambda: (lambda h: (np.add.at(h, values[(values >= 0) & (values < 256)], 1), h)[1])(
+        np.zeros(256, np.int64)))
+    return np.bincount(values[valid], minlength=256), c
+
+
 # ------------------------------------------------------------------------ running
 
 def time_calls(call: Callable[[], np.ndarray], count: int) -> list[float]:
