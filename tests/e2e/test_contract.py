@@ -375,3 +375,29 @@ def k(a: f32[M, N], b: f32[N, P], c: f64[N, P], d: f32[4, 3], p: bool[2, 2], q: 
     assert message in diagnostic.message, diagnostic.render_plain()
     if "string literal" not in message and "no argument" not in message:
         assert diagnostic.rule == "T3"
+
+
+def test_ptx_target_emulated():
+    """The same lowering on the PTX target, run by the CPU emulation of its launches
+    (tests/gpu/cpu_emulation.py) with a small grid and with one thread."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+    from cpu_emulation import Emulator
+
+    from intentc import ptx_loader
+
+    kernels = ("mm", "mm_f16_default", "matvec")
+    text = "import intent as I\n" + "".join(
+        "\n@intent.kernel" + chunk for chunk in SOURCE.split("@intent.kernel")[1:]
+        if chunk.split("(")[0].split()[-1] in kernels)
+    compiled = compile_source(text, "contract.intent", "sm_80", optimize_ir=False)
+    for grid in ((3, 32), (1, 1)):
+        module = ptx_loader.Module("", compiled.manifest, Emulator(compiled.llvm_ir, *grid))
+        a, b = ints((37, 70)), ints((70, 80))
+        np.testing.assert_array_equal(module.mm(a, b), exact("mk,kn->mn", a, b))
+        a, b = ints((3, 9, 13), np.float16), ints((3, 13, 70), np.float16)
+        np.testing.assert_array_equal(module.mm_f16_default(a, b), exact("bmk,bkn->bmn", a, b))
+        x = ints((5, 40))
+        np.testing.assert_array_equal(module.matvec(x, x[0]), exact("ij,j->i", x, x[0]))

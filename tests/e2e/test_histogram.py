@@ -235,3 +235,28 @@ def k(x: f32[N], i: i32[N], p: bool[N], d: f64) -> i64[4]:
     assert message in diagnostic.message, diagnostic.render_plain()
     if "no argument" not in message:
         assert diagnostic.rule == "T6", diagnostic.render_plain()
+
+
+def test_ptx_target_emulated():
+    """The same lowering on the PTX target, run by the CPU emulation of its launches
+    (tests/gpu/cpu_emulation.py) with a small grid and with one thread."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+    from cpu_emulation import Emulator
+
+    from intentc import ptx_loader
+    from intentc.driver import compile_source
+
+    text = "import intent as I\n" + "".join(
+        "\n@intent.kernel" + chunk for chunk in SOURCE.split("@intent.kernel")[1:]
+        if chunk.split("(")[0].split()[-1] in ("hist", "bincount"))
+    compiled = compile_source(text, "histogram.intent", "sm_80", optimize_ir=False)
+    x = RNG.uniform(-2.5, 2.5, 30000).astype(np.float32)
+    i = RNG.integers(-3, 12, 30000).astype(np.int32)
+    for grid in ((3, 32), (1, 1)):
+        module = ptx_loader.Module("", compiled.manifest, Emulator(compiled.llvm_ir, *grid))
+        np.testing.assert_array_equal(module.hist(x), reference(x, 16, -2.0, 2.0))
+        keep = (i >= 0) & (i < 10)
+        np.testing.assert_array_equal(module.bincount(i, np.zeros(10, np.int64)), np.bincount(i[keep], minlength=10))
