@@ -244,7 +244,8 @@ class ContractExpansion:
             self.out.append(Op("if", [full], [], None, [self._with_block([], lambda: panel(False)),
                                                         self._with_block([], lambda: panel(True))]))
 
-        self.parallel([self.ix("mul", batch, panels)], body)
+        # One panel per block of work (width x k elements; the pool hands out runs of panels).
+        self.parallel([self.ix("mul", batch, panels)], body, grain=1)
 
     # -- histogram (T6) ------------------------------------------------------------------------------
     def materialize_histogram(self, op: Op, replace: dict) -> None:
