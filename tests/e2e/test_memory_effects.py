@@ -638,3 +638,22 @@ def test_compiled_unique_and_race_sanitizers(tmp_path):
     with pytest.raises(intentc.KernelError) as info:
         r.chase(x[:5], np.array([1, 2, 3, 4, 0]), np.ones(5, np.float32))
     assert info.value.code == -11
+
+
+def test_masked_lanes_read_nothing_in_a_bounds_checked_build(tmp_path):
+    """--sanitize=bounds keeps every bounds check: an inactive lane still reads nothing."""
+    from intentc.driver import build
+
+    (tmp_path / "g.intent").write_text(GATHERS)
+    build(tmp_path / "g.intent", tmp_path / "g.so", sanitize=("bounds",))
+    m = intentc.load(tmp_path / "g.so")
+    x = np.arange(4, dtype=np.float32)
+    idx = np.array([np.iinfo(np.int64).min, -1, 3, 4, np.iinfo(np.int64).max, 0])
+    out = np.zeros(6, np.float32)
+    m.masked_scalar(x, idx, out)
+    np.testing.assert_array_equal(out, [8, 8, 3, 7, 7, 0])
+    idx32 = np.array([np.iinfo(np.int32).min, 2, np.iinfo(np.int32).max], np.int32)
+    np.testing.assert_array_equal(m.take_masked(x, idx32), [-5, 2, -5])
+    with pytest.raises(intentc.KernelError) as info:
+        m.take(x, np.array([0, 4]))
+    assert info.value.code == E_BOUNDS
