@@ -173,3 +173,52 @@ def test_tensor_value_is_computed_where_it_is_defined(differential):
     m = np.arange(4, dtype=np.float32)
     run = differential(SNAPSHOT, "snap", m)
     np.testing.assert_array_equal(run.result, [0, 2, 4, 6])
+
+
+ESCAPING_INDICES = """\
+import intent as I
+
+@intent.kernel
+def view(x: f32[N], k: index, out: mut f32[1]):
+    w = x[0:2]
+    out[0] = w[k]
+
+@intent.kernel
+def joined(a: f32[N], k: index, out: mut f32[1]):
+    t = I.join(a, a)
+    out[0] = t[0, k]
+
+@intent.kernel
+def coords(a: f32[N], k: index, out: mut i64[1]):
+    t = I.indices(a.axis(0)[1:N])
+    out[0] = I.cast(t[k], i64)
+
+@intent.kernel
+def reshaped(x: f32[N], k: index, out: mut f32[1]):
+    f = x.reshape([2, -1])
+    out[0] = f[0, k]
+
+@intent.kernel
+def broadcast(x: f32[P], y: f32[Q], k: index, out: mut f32[1]):
+    t = x + y
+    out[0] = t[k]
+"""
+
+
+def test_element_of_a_tensor_value_is_checked_against_its_own_extents(differential):
+    """Loading an element of a tensor value maps the index to the parameters it reads, and
+    only those loads were checked: `x[0:2][5]` read x[5], `I.join(a, a)[0, 7]` read a[0],
+    `I.indices(d)[k]` and a reshape or an extent-1 broadcast let any index through. Each
+    must fail with INTENT_E_BOUNDS (D5: never clamped). Fixed in expand_tensor_exprs."""
+    x = np.arange(10, dtype=np.float32)
+    cases = [("view", (x,), [(1, None), (2, -6), (5, -6), (-1, -6)]),
+             ("joined", (x[:4].copy(),), [(1, None), (2, -6), (7, -6), (-1, -6)]),
+             ("coords", (x[:4].copy(),), [(2, None), (3, -6), (-1, -6)]),
+             ("reshaped", (x[:6].copy(),), [(2, None), (3, -6), (4, -6), (-1, -6)]),
+             ("broadcast", (np.ones(1, np.float32), np.ones(1, np.float32)), [(0, None), (1, -6), (3, -6)])]
+    for kernel, inputs, ks in cases:
+        for k, code in ks:
+            out = np.zeros(1, np.int64 if kernel == "coords" else np.float32)
+            run = differential(ESCAPING_INDICES, kernel, *inputs, k, out)
+            got = run.error.code if run.error is not None else None
+            assert got == code, f"{kernel}[{k}]: {run.error!r}"

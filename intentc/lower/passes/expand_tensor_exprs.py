@@ -24,6 +24,9 @@ from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
 _ELEMENTWISE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl",
                 "shr", "neg", "not", "abs", "exp", "log", "tanh", "sqrt", "cmp", "select", "cast"}
+# Tensor values whose element accesses are checked against their own extents before they
+# are expanded (an index can leave them without leaving the parameters they read).
+_CHECKED_RELATIONS = _ELEMENTWISE | {"broadcast", "permute", "view", "reshape", "join", "indices"}
 
 
 def run(module: Module) -> Module:
@@ -160,6 +163,7 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion, ScaledE
                     replace[id(op.result)] = self.snapshot(op.result, op.span)
                 continue  # pure tensor-valued op: consumed element by element below
             if op.name == "load" and id(op.operands[0]) not in self.params:
+                self.check_element(op.operands[0], op.operands[1:], op.span)
                 replace[id(op.result)] = self.element(op.operands[0], op.operands[1:], op.span)
                 continue
             if op.name == "dim" and id(op.operands[0]) not in self.params:
@@ -312,6 +316,26 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion, ScaledE
         if op.name in ("gather", "philox"):  # M1, N1: memory_lowering.py
             return self.memory_element(op, value, indices, span, proven)
         raise NotImplementedError(f"cannot expand '{op.name}' element-wise")
+
+    def check_element(self, value: Value, indices: list[Value], span) -> None:
+        """Check an element access of a tensor value against the value's own extents (D5).
+
+        Expanding the access maps the indices to the parameters it reads, and those loads
+        are checked, but a relation can map an index outside its value into a parameter:
+        ``x[0:2][5]`` reads ``x[5]``, ``I.join(a, b)[0, 7]`` reads ``b[0]``, a reshape or an
+        extent-1 broadcast folds an index away, ``I.indices(d)[k]`` reads nothing."""
+        op = self.defs.get(id(value))
+        if op is None or op.name not in _CHECKED_RELATIONS:
+            return
+        zero = self.emit("const", [], [INDEX], {"value": 0}).result
+        for axis, index in enumerate(indices):
+            extent = self.extent(value, axis)
+            low = self.emit("cmp", [index, zero], [BOOL], {"pred": "ge"}).result
+            high = self.emit("cmp", [index, extent], [BOOL], {"pred": "lt"}).result
+            ok = self.emit("and", [low, high], [BOOL]).result
+            self.emit("assert_true", [ok, index, extent], span=span, attrs={
+                "what": f"index %lld is out of range [0, %lld) on axis {axis} of a tensor value",
+                "rule": "D5", "code": "bounds"})
 
     def _broadcast_index(self, source: Value, axis: int, result_extent: Value, index: Value) -> Value:
         static = source.type.shape[axis]
