@@ -116,7 +116,7 @@ def _flag(node, default: bool) -> bool:
         return default
     if isinstance(node, ast.Constant) and isinstance(node.value, bool):
         return node.value
-    raise error("expected True or False", node.span)
+    raise error("expected True or False", node.span, hint="write e.g. unique=True")
 
 
 def _writable(b, tensor: Value, span, what: str, rule: str = "M2") -> None:
@@ -150,7 +150,8 @@ def _mask(b, node):
     value = b.expr(node)
     if isinstance(value, Literal):
         if not isinstance(value.value, bool):
-            raise error("a mask is a bool (scalar or tensor)", node.span, rule="M3")
+            raise error("a mask is a bool (scalar or tensor)", node.span, rule="M3",
+                        hint="write mask=True, or a comparison such as mask=(idx >= 0) & (idx < n)")
         return b.const(value.value, BOOL, node.span)
     if not isinstance(value, Value) or element_dtype(value.type) != BOOL:
         got = value.type if isinstance(value, Value) else "this value"
@@ -361,7 +362,8 @@ def _scatter_reduce_builtin(b, node: ast.Call):
         helper = b.expr(combine_node)
         if not isinstance(helper, FunctionRef) or b.signatures[helper.name].kind != "fn":
             raise error("combine is one of \"add\", \"mul\", \"min\", \"max\", \"and\", \"or\", \"xor\" or an "
-                        "@intent.fn helper", combine_node.span, rule="M5")
+                        "@intent.fn helper", combine_node.span, rule="M5",
+                        hint="name a helper `def f(a: T, b: T) -> T` and give identity=, or a builtin combine")
         if "identity" not in kwargs:
             raise error(f"a helper combine needs identity= (the value combine('{helper.name}') leaves "
                         "unchanged)", node.span, rule="M5", hint="e.g. identity=0.0")
@@ -400,7 +402,8 @@ def _atomic(b, name: str, node: ast.Call):
                     hint="use an integer or float tensor")
     op_name = _RMW.get(name)
     if op_name in ("and", "or", "xor") and not t.type.dtype.is_int:
-        raise error(f"I.{name} needs an integer tensor, got {t.type.dtype}", node.args[0].span, rule="M6")
+        raise error(f"I.{name} needs an integer tensor, got {t.type.dtype}", node.args[0].span, rule="M6",
+                    hint="bitwise atomics work on integer tensors; floats have atomic add, sub, min, max, exchange, cas")
     index_nodes = list(node.args[1:len(node.args) - values])
     index_nodes = _split_indices(b, t, index_nodes, f"I.{name}", node.span)
     order = _string(kwargs["order"], "order", ORDERS) if "order" in kwargs else "relaxed"
@@ -442,14 +445,15 @@ def _buffer(b, node: ast.Call):
     if dtype.kind == "bfloat":
         raise error("bf16 buffers are not supported yet", dtype_node.span, rule="M2", hint="use f32")
     if not isinstance(node.args[1], ast.TupleExpr):
-        raise error("the extents of I.buffer are a list, e.g. [n, 4]", node.args[1].span, rule="M2")
+        raise error("the extents of I.buffer are a list, e.g. [n, 4]", node.args[1].span, rule="M2",
+                    hint="write I.buffer(f32, [n], fill=0.0)")
     extents = []
     for e in node.args[1].elts:
         value = b.expr(e)
         if isinstance(value, Literal):
             n = literal_as(value, INDEX, "M2")
             if n < 0:
-                raise error(f"an extent cannot be negative ({n})", e.span, rule="M2")
+                raise error(f"an extent cannot be negative ({n})", e.span, rule="M2", hint="use an extent >= 0")
             extents.append(n)
         else:
             extents.append(b.as_index(value, e.span))
@@ -533,7 +537,8 @@ def _uniform(b, node: ast.Call):
         if kw.name == "dtype":
             dtype = dtype_of(kw.value)
     if dtype.name not in ("f32", "f64"):
-        raise error(f"I.uniform gives f32 or f64, not {dtype}", node.span, rule="N1")
+        raise error(f"I.uniform gives f32 or f64, not {dtype}", node.span, rule="N1",
+                    hint="use dtype=f32 or dtype=f64, or I.philox for the raw u32 words")
     words = philox_words(b, node, "uniform")
     span = node.span
     if dtype.name == "f32":  # 24 random bits per word: exactly representable, in [0, 1)
@@ -570,13 +575,14 @@ def _ragged(b, node: ast.Call):
     source = _domain(b, node.args[1], "the member source of I.ragged")
     offsets = _tensor(b, node.args[2], "the offsets of I.ragged", "G1")
     if offsets.type.rank != 1 or not offsets.type.dtype.is_int:
-        raise error(f"the offsets are a 1-D integer tensor, got {offsets.type}", node.args[2].span, rule="G1")
+        raise error(f"the offsets are a 1-D integer tensor, got {offsets.type}", node.args[2].span, rule="G1",
+                    hint="offsets[g] and offsets[g + 1] bound the members of g; use i64 or i32")
     mapping = None
     if "mapping" in kwargs:
         mapping = _tensor(b, kwargs["mapping"], "the mapping of I.ragged", "G2")
         if mapping.type.rank != 1 or not mapping.type.dtype.is_int:
             raise error(f"the mapping is a 1-D integer tensor, got {mapping.type}", kwargs["mapping"].span,
-                        rule="G2")
+                        rule="G2", hint="mapping[j] is the coordinate of member j, e.g. a CSR column index")
     _check_offsets(b, outer, source, offsets, node.span)
     return RaggedRef(outer, source, offsets, mapping)
 
