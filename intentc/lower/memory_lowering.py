@@ -52,6 +52,8 @@ class MemoryExpansion:
         elif op.name == "gather":
             if not isinstance(op.result.type, TensorType):  # a masked element read
                 replace[id(op.result)] = self._gather_element(op, [], op.span, False)
+            elif self.reads_written(op):  # a gather of a tensor the kernel writes: a snapshot here
+                replace[id(op.result)] = self.snapshot(op.result, op.span)
         elif op.name == "philox":
             if not isinstance(op.results[0].type, TensorType):
                 for old, new in zip(op.results, self.philox_rounds(op.operands)):

@@ -657,3 +657,25 @@ def test_masked_lanes_read_nothing_in_a_bounds_checked_build(tmp_path):
     with pytest.raises(intentc.KernelError) as info:
         m.take(x, np.array([0, 4]))
     assert info.value.code == E_BOUNDS
+
+
+def test_a_gather_of_a_tensor_written_later_is_a_snapshot(differential):
+    """Program order: y = x[idx] reads x before the loop overwrites it (not fused past it)."""
+    source = """
+import intent as I
+
+@intent.kernel
+def k(x: mut f32[N], idx: i64[N], b: mut f32[N]) -> f32[N]:
+    y = x[idx] + 1.0
+    for i in I.parallel(x.axis(0)):
+        x[i] = 0.0
+    buf = I.buffer(f32, [N], fill=2.0)
+    z = buf[idx]
+    I.scatter_reduce(buf, idx, b)
+    return y + z
+"""
+    x = np.arange(5, dtype=np.float32)
+    idx = np.array([4, 3, 2, 1, 0])
+    run = differential(source, "k", x, idx, np.ones(5, np.float32))
+    np.testing.assert_array_equal(run.result, x[idx] + 3)
+    np.testing.assert_array_equal(run.args[0], 0)

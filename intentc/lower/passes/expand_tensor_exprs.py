@@ -187,7 +187,7 @@ class _Expander(StructuredExpansion, ContractExpansion, MemoryExpansion, ScaledE
             from intentc.kir.ops import effects
 
             self._written = {id(op.operands[e.operand]) for op in self.func.walk() for e in effects(op)
-                             if e.kind in ("write", "atomic") and e.operand is not None}
+                             if e.kind in ("write", "atomic", "buffer_write", "reduce") and e.operand is not None}
         return self._written
 
     def reads_written(self, op: Op) -> bool:
