@@ -144,10 +144,18 @@ class MemoryExpansion:
 
     # -- scatter (M4) ---------------------------------------------------------------------------------------
     def _lanes(self, op: Op, first: int) -> Value | None:
-        for v in op.operands[first:]:
-            if isinstance(v.type, TensorType):
+        """A tensor operand of the lanes' shape, preferring values and masks over indices and
+        expressions over materialised buffers (whose extents the GPU planner cannot see)."""
+        rank = op.operands[0].type.rank
+        ordered = op.operands[1 + rank:] + op.operands[first:1 + rank]
+        tensors = [v for v in ordered if isinstance(v.type, TensorType)]
+        if op.attrs.get("check_unique"):
+            tensors = [v for v in tensors if v is not op.operands[-1]]
+        for v in tensors:
+            defining = self.defs.get(id(v))
+            if defining is None or defining.name != "buffer":
                 return v
-        return None
+        return tensors[0] if tensors else None
 
     def _scatter(self, op: Op) -> None:
         dst = op.operands[0]
@@ -156,8 +164,6 @@ class MemoryExpansion:
         marker = op.operands[-1] if op.attrs.get("check_unique") else None
         mask = op.operands[-2 if marker is not None else -1] if op.attrs.get("masked") else None
         lanes = self._lanes(op, 1)
-        if marker is not None and lanes is marker:
-            lanes = None
 
         def write(points):
             where = [self.element(v, points, op.span, True) for v in index_ops]
