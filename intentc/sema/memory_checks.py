@@ -10,7 +10,9 @@ points, data read inside). Proven injective when
 
 1. the axes free of varying atoms, as linear maps of the points, have full column rank
    (``out[i]``, ``out[2*i+1]``, ``out[j, i]``, ``out[n-1-i]``, ``out[i, k]`` with an inner k);
-2. or one axis is ``j (+ invariant)`` with ``j`` an ordered-loop point over the members
+2. or one axis is ``(±p + c) % m`` with ``p`` ranging over exactly ``m`` consecutive
+   coordinates (a rotation: a permutation of ``[0, m)``);
+   or one axis is ``j (+ invariant)`` with ``j`` an ordered-loop point over the members
    ``s[offsets[g]:offsets[g+1]]`` of the parallel point ``g`` of a ragged relation whose
    offsets ``I.ragged`` validated (G2): segments of distinct points are disjoint;
 3. or one axis is ``pos[p] (+ c)`` where ``pos`` is an inclusive or exclusive ``I.cumsum`` of
@@ -294,7 +296,8 @@ class _Checker:
         matrix = [[_coeff(form, c) for c in columns] for form in clean]
         if _rank(matrix) == len(columns):
             return
-        if self._ragged_disjoint(access, parallels, indices) or self._monotone(access, parallels, indices, lanes):
+        if self._ragged_disjoint(access, parallels, indices) or self._monotone(access, parallels, indices, lanes) \
+                or self._rotation(parallels, indices):
             return
         where = self._points_text(parallels, lanes)
         name = _tensor_name(self.func, access.root)
@@ -371,6 +374,30 @@ class _Checker:
             if lo.operands[1] is not g or self.scalar_form(hi.operands[1]) != self.scalar_form(g).shift(1):
                 continue
             if self._validated(lo.operands[0], parallels[0].operands[0]):
+                return True
+        return False
+
+    def _rotation(self, parallels, indices) -> bool:
+        """``(±p + c) % m`` with the point ``p`` ranging over exactly ``m`` consecutive
+        coordinates: a permutation of [0, m), since ``%`` rounds toward -inf."""
+        if len(parallels) != 1 or len(parallels[0].regions[0].args) != 1:
+            return False
+        p = parallels[0].regions[0].args[0]
+        domain = self.defs.get(id(parallels[0].operands[0]))
+        if domain is None or domain.name != "domain" or self.prov._const(domain.operands[2]) != 1:
+            return False
+        length = self.prov.affine(domain.operands[1]) - self.prov.affine(domain.operands[0])
+        for index in indices:
+            op = self.defs.get(id(index))
+            if op is None or op.name != "mod" or not self.prov.representable(op.operands[0]):
+                continue
+            form = self.prov.affine(op.operands[0])
+            if _coeff(form, id(p)) not in (1, -1) or not self.prov.representable(op.operands[1]):
+                continue
+            rest = [k for k, _ in form.terms if k != id(p)]
+            if any(self.classify(k, parallels, [id(p)]) != "invariant" for k in rest):
+                continue
+            if self.prov.affine(op.operands[1]) == length:
                 return True
         return False
 

@@ -165,6 +165,11 @@ def permute_points(x: f32[N], perm: i64[N], out: mut f32[N]):
         I.scatter(out, perm[i], x[i], unique=True)
 
 @intent.kernel
+def rotate(x: f32[N], s: index, out: mut f32[N]):
+    for i in I.parallel(x.axis(0)):
+        out[(i + s) % N] = x[i]
+
+@intent.kernel
 def segments_twice(v: f32[N], offs: i64[S1], out: mut f32[N]):
     r = I.ragged(I.domain(0, S1 - 1), v.axis(0), offs)
     for g in I.parallel(I.domain(0, S1 - 1)):
@@ -190,6 +195,9 @@ def test_provably_unique_stores(differential):
             want = np.full(n, 9, np.float32)
             want[:flags.sum()] = x[flags]
             np.testing.assert_array_equal(run.args[2], want)
+    for shift in (0, 3, -11):
+        run = differential(SCATTERS, "rotate", x, shift, np.zeros(40, np.float32))
+        np.testing.assert_array_equal(run.args[2], np.roll(x, shift))
     offs = np.array([0, 3, 3, 7, 10])
     v = rng.standard_normal(10).astype(np.float32)
     np.testing.assert_array_equal(differential(SCATTERS, "segments_twice", v, offs, np.zeros(10, np.float32)).args[2],
@@ -261,6 +269,8 @@ def test_unprovable_or_conflicting_writes_are_errors(body, rule):
     "        b[0] = x[r, 0]\n        out[r] = b[0]\n",
     "def k(x: i64[N], c: mut i64[1], out: mut i64[N]):\n    for i in I.parallel(x.axis(0)):\n"
     "        out[i] = I.atomic_add(c, 0, x[i])\n",
+    "def k(x: f32[N], s: index, out: mut f32[N]):\n    for i in I.parallel(x.axis(0)):\n"
+    "        out[(N - 1 - i + s) % N] = x[i]\n",
 ])
 def test_provably_fine_programs_compile(body):
     diag = _diagnostic(body)
