@@ -132,6 +132,9 @@ def _histogram(builder, node: ast.Call):
     values = _tensor(builder, node.args[0], "the values of I.histogram", "T6")
     dtype = values.type.dtype
     ranged = "range" in kwargs
+    if dtype.is_bool:
+        raise error("bool values cannot be binned", node.args[0].span, rule="T6",
+                    hint="I.cast them to an integer dtype to count False (bin 0) and True (bin 1)")
     if ranged and not dtype.is_float:
         raise error(f"range= bins float values, but the values are {dtype}", node.args[0].span, rule="T6",
                     hint="integer values are bin indices: I.histogram(indices, bins=n); or I.cast the values "

@@ -219,6 +219,7 @@ def test_histogram_inside_parallel(differential):
     ("I.histogram(x, bins=4, range=(0.0, 1.0), weights=p)", "weights must be numbers"),
     ("I.histogram(x, bins=4, range=(0.0, 1.0), normed=True)", "I.histogram has no argument 'normed'"),
     ("I.histogram(2.0, bins=4, range=(0.0, 1.0))", "the values of I.histogram must be a tensor"),
+    ("I.histogram(p, bins=2)", "bool values cannot be binned"),
 ])
 def test_bad_calls_are_diagnosed(call, message):
     text = f"""\
