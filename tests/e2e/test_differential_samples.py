@@ -25,6 +25,20 @@ def test_every_sample_is_covered():
     assert {p.stem for p in SAMPLES} >= {"saxpy", "broadcast_add", "row_scale", "clamp", "collatz_steps"}
 
 
+# Ops that only lowering passes create (they never reach the interpreter, which runs KIR
+# as the front end builds it).
+LOWERING_ONLY = {"contract_tiles", "scaled_tiles", "sparse24_tiles", "csr_tiles"}
+
+
+def test_interpreter_defines_every_op():
+    """The interpreter is the definition of every op the front end can emit."""
+    from intentc.kir import interp
+    from intentc.kir.ops import REGISTRY
+
+    missing = sorted(set(REGISTRY) - set(interp._HANDLERS) - LOWERING_ONLY)
+    assert not missing, f"KIR ops without a meaning in intentc/kir/interp.py: {missing}"
+
+
 def _values(rng, dtype, shape):
     nd = numpy_dtype(dtype)
     if dtype.is_bool:

@@ -102,9 +102,11 @@ class Scope:
     assignable: set = field(default_factory=set)  # names this block may reassign
     tensors: dict = field(default_factory=dict)  # tensor name -> (dtype, extents)
     points: dict = field(default_factory=dict)  # index name -> the extent it ranges over
+    shifted: set = field(default_factory=set)  # points that are >= 1 (so `p - 1` is in range too)
 
     def child(self) -> "Scope":
-        return Scope(dict(self.values), set(self.assignable), dict(self.tensors), dict(self.points))
+        return Scope(dict(self.values), set(self.assignable), dict(self.tensors), dict(self.points),
+                     set(self.shifted))
 
 
 @dataclass
@@ -173,8 +175,17 @@ class _Gen:
         """An in-bounds index expression for each axis, from the loop points in scope."""
         parts = []
         for extent in extents:
+            if self.maybe(2):  # now and then an index that may be out of range: both must refuse (D5)
+                points = list(scope.points) or ["0"]
+                parts.append(self.pick([f"({self.pick(points)} + {self.number(1, 2)})", f"({self.pick(points)} - 1)",
+                                        f"({self.pick(points)} * 2)", "(-1)", "1"]))
+                continue
             if extent == 1:
                 parts.append("0")
+                continue
+            if extent == 2:  # the pair axis of I.join
+                points = list(scope.points)
+                parts.append(self.pick(["0", "1"] + [f"({q} % 2)" for q in points]))
                 continue
             if extent == "MN":  # a row-major flattening of an [M, N] tensor
                 rows = [p for p, e in scope.points.items() if e == "M"]
@@ -188,7 +199,9 @@ class _Gen:
                 return None
             p = points[self.number(0, len(points) - 1)]
             form = self.number(0, 9)
-            if form == 8:
+            if form == 7 and p in scope.shifted:
+                parts.append(f"({p} - 1)")
+            elif form == 8:
                 parts.append(f"({extent} - 1 - {p})")
             elif form == 9:
                 parts.append(f"(({p} + {self.number(1, 3)}) % {extent})")
@@ -551,6 +564,19 @@ class _Gen:
             else:
                 lines.append(f"{name} = {value}")
                 scope.tensors[name] = (dt, tuple(_result_extent(axis) for axis in shape))
+        if self.maybe(25):  # the coordinates of a domain, or two tensors side by side
+            pairs = [(a, b) for a in tensors for b in tensors if a < b and tensors[a] == tensors[b]]
+            name = self.fresh("t")
+            if pairs and self.maybe():
+                a, b = self.pick(pairs)
+                lines.append(f"{name} = I.join({a}, {b})")
+                scope.tensors[name] = (tensors[a][0], tuple(tensors[a][1]) + (2,))
+            else:
+                axes = [n for n, (_t, e) in tensors.items() if e[0] not in (1, "MN")]
+                if axes:
+                    source = self.pick(axes)
+                    lines.append(f"{name} = I.indices({source}.axis(0))")
+                    scope.tensors[name] = ("index", (tensors[source][1][0],))
         full = [n for n, (_t, e) in tensors.items() if e == ("M", "N")]
         if two and full and self.maybe(40):
             source = self.pick(full)
@@ -567,8 +593,8 @@ class _Gen:
         helper_lines = []
         for _ in range(self.number(0, 2)):
             helper_lines += self.helper()
-        shape_kind = self.pick(["1d", "2d", "nested", "rows"])
-        two = shape_kind != "1d"
+        shape_kind = self.pick(["1d", "2d", "nested", "rows", "sub", "tri"])
+        two = shape_kind not in ("1d", "sub")
         extents = ("M", "N") if two else ("N",)
         params: list[Param] = []
         for k in range(self.number(1, 3)):
@@ -598,11 +624,17 @@ class _Gen:
         if shape_kind == "nested":
             header = [f"for i in I.parallel({anchor.name}.axis(0)):",
                       f"    for j in I.parallel({anchor.name}.axis(1)):"]
+        elif shape_kind == "tri":  # the inner domain depends on the outer point
+            header = [f"for i in I.parallel({anchor.name}.axis(0)):",
+                      "    for j in I.parallel(I.domain(0, I.minimum(i + 1, N))):"]
         elif shape_kind == "2d":
             header = [f"for i, j in I.parallel({anchor.name}.axis(0), {anchor.name}.axis(1)):"]
+        elif shape_kind == "sub":  # a subregion: points keep their source coordinates (D6)
+            header = [f"for i in I.parallel({anchor.name}.axis(0)[I.minimum(1, N):N]):"]
+            body_scope.shifted.add("i")
         else:
             header = [f"for i in I.parallel({anchor.name}.axis(0)):"]
-        body_scope.points = {"i": "M", "j": "N"} if shape_kind in ("2d", "nested") else \
+        body_scope.points = {"i": "M", "j": "N"} if shape_kind in ("2d", "nested", "tri") else \
             {"i": "M"} if shape_kind == "rows" else {"i": "N"}
         for point in body_scope.points:
             body_scope.values[point] = "index"
