@@ -417,7 +417,8 @@ class FunctionBuilder(Structured, Regions):
             raise error(f"'{name}' is defined outside I.parallel and assigned inside it: a loop-carried value",
                         target.span, rule="P2",
                         hint="parallel points carry nothing across iterations; assign a new local name inside "
-                             "the loop, or accumulate in an ordered `for` loop")
+                             "the loop, or combine the points with a reduction (I.sum, I.reduce) or an ordered "
+                             "`for` loop")
         if isinstance(value, (NamespaceRef, FunctionRef, DTypeRef)):
             raise error("only values can be assigned to names", target.span)
         previous = self.scope.get(name)
