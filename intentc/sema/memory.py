@@ -261,7 +261,7 @@ def subscript_write(b, target: ast.Subscript, tensor: Value, value, span) -> Non
         b.indices(target, tensor)  # the rank diagnostic
     values = [b.expr(item) for item in target.indices]
     spans = [item.span for item in target.indices]
-    if not any(_is_tensor(v) for v in values) and not _is_tensor(value):
+    if not any(_is_tensor(v) for v in values):  # one element: a tensor value is a type error
         indices = [b.as_index(v, s) for v, s in zip(values, spans)]
         name = b.params.get(id(tensor), "the buffer")
         element = b.scalar_of(value, tensor.type.dtype, span, f"an element of '{name}'")
