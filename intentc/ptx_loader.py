@@ -19,7 +19,6 @@ tensors back. Host arrays are left unchanged when a call fails.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import re
 from pathlib import Path
@@ -33,6 +32,7 @@ NUMPY_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i6
 ARG_NUMPY = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16",
              "u32": "uint32", "u64": "uint64", "f32": "float32", "f64": "float64", "ptr": "uint64"}
 SUPPORTED_VERSIONS = (1,)
+HEAP_BYTES = 256 << 20  # device heap for kernels that allocate per-point buffers (CUDA's default: 8 MiB)
 
 
 class KernelError(RuntimeError):
@@ -121,6 +121,11 @@ class CudaDriver:
             raise RuntimeError(f"CUDA driver error {int(err)}: {text.decode() if text else err}")
         return rest[0] if len(rest) == 1 else rest
 
+    def reserve_heap(self, nbytes: int) -> None:
+        limit = self.driver.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE
+        if self._check(self.driver.cuCtxGetLimit(limit)) < nbytes:
+            self._check(self.driver.cuCtxSetLimit(limit, nbytes))
+
     def load(self, ptx: str):
         return self._check(self.driver.cuModuleLoadData(ptx.encode("utf-8") + b"\0"))
 
@@ -165,6 +170,11 @@ class Cupy:
         cupy.cuda.Device(device).use()
         self.capability = tuple(int(c) for c in cupy.cuda.Device(device).compute_capability)
         self.buffers: dict[int, object] = {}
+
+    def reserve_heap(self, nbytes: int) -> None:
+        runtime = self.cupy.cuda.runtime
+        if runtime.deviceGetLimit(runtime.cudaLimitMallocHeapSize) < nbytes:
+            runtime.deviceSetLimit(runtime.cudaLimitMallocHeapSize, nbytes)
 
     def load(self, ptx: str):
         import os
@@ -228,6 +238,8 @@ class Module:
             raise ValueError("not an intentc PTX manifest of a supported version")
         self.manifest = manifest
         self.backend = backend or default_backend()
+        if any(k.get("device_heap") for k in manifest["kernels"]) and hasattr(self.backend, "reserve_heap"):
+            self.backend.reserve_heap(HEAP_BYTES)  # before the first launch that allocates
         self.handle = self.backend.load(ptx)
         self.kernels = {k["name"]: Kernel(self, k) for k in manifest["kernels"]}
 

@@ -33,7 +33,7 @@ llvmlite.ir_layer_typed_pointers_enabled = False
 from llvmlite import ir  # noqa: E402
 
 from intentc.codegen.abi import STATUS  # noqa: E402
-from intentc.codegen.emit_llvm import I8, I32, I64, FunctionEmitter, UnsupportedError  # noqa: E402
+from intentc.codegen.emit_llvm import I8, I32, I64, PTR, FunctionEmitter, UnsupportedError  # noqa: E402
 from intentc.codegen.gpu_launch import Plan, plan_kernel  # noqa: E402
 from intentc.kir.types import DType  # noqa: E402
 from intentc.lower import program as P  # noqa: E402
@@ -103,6 +103,13 @@ class GpuModuleEmitter:
         name = "__nv_" + _LIBDEVICE_NAMES[op] + ("f" if dtype.name != "f64" else "")
         return self.intrinsic(name, ret, args)
 
+    def device_malloc(self) -> ir.Function:
+        """CUDA's device heap (``malloc``/``free`` are system calls the driver provides)."""
+        return self.intrinsic("malloc", PTR, [I64])
+
+    def device_free(self) -> ir.Function:
+        return self.intrinsic("free", ir.VoidType(), [PTR])
+
     def emit(self) -> str:
         for kernel in self.program.kernels:
             plan = plan_kernel(kernel)
@@ -131,6 +138,7 @@ class GpuKernelEmitter(FunctionEmitter):
         self.checks: list[dict] = []
         self.status = None
         self.phase = None
+        self.malloced: set[str] = set()  # buffers from the device heap
 
     def emit(self) -> None:
         b = self.builder
@@ -181,12 +189,18 @@ class GpuKernelEmitter(FunctionEmitter):
 
     def finish(self) -> None:
         if not self.builder.block.is_terminated:
-            self.builder.ret_void()
+            self.ret(None)
         self.allocas.branch(self.func.blocks[1])
 
     def ret(self, code) -> None:
-        """Leave the entry (a failure was reported through the status word already)."""
-        self.builder.ret_void()
+        """Leave the entry, freeing this thread's heap buffers (a failure was reported through
+        the status word already)."""
+        b = self.builder
+        for name in sorted(self.malloced):
+            pointer = b.load(self.heap[name][0], typ=PTR)
+            with b.if_then(b.icmp_unsigned("!=", pointer, ir.Constant(PTR, None))):
+                b.call(self.mod.device_free(), [pointer])
+        b.ret_void()
 
     def stmt(self, s: P.Stmt) -> None:
         if not isinstance(s, _STATEMENTS):
@@ -199,25 +213,50 @@ class GpuKernelEmitter(FunctionEmitter):
         return super().expr(e)
 
     def alloc(self, s: P.Alloc) -> None:
-        """A buffer is scratch memory the host provides (the plan checked it is allocated
-        once, at the top level): only its row-major extents and strides are computed here."""
+        """A buffer is scratch memory the host provides when the plan says so (allocated once
+        at the top level, with a size the host computes); otherwise it comes from the device
+        heap, like ``intent_alloc`` on the CPU: a buffer allocated again (in a loop) replaces
+        the previous one, and every one is freed when the thread leaves the entry."""
         b = self.builder
         t = s.tensor
-        slot = self.entry_alloca(GLOBAL, f"{t.name}.data")
-        shape = [self.entry_alloca(I64, f"{t.name}.shape{k}") for k in range(t.rank)]
-        strides = [self.entry_alloca(I64, f"{t.name}.stride{k}") for k in range(t.rank)]
-        self.heap[t.name] = (slot, shape, strides)
-        b.store(self.scratch[t.name], slot)
+        scratch = t.name in self.scratch
+        if t.name not in self.heap:
+            slot = self.entry_alloca(GLOBAL if scratch else PTR, f"{t.name}.data")
+            if not scratch:
+                self.allocas.store(ir.Constant(PTR, None), slot)
+                self.malloced.add(t.name)
+            shape = [self.entry_alloca(I64, f"{t.name}.shape{k}") for k in range(t.rank)]
+            strides = [self.entry_alloca(I64, f"{t.name}.stride{k}") for k in range(t.rank)]
+            self.heap[t.name] = (slot, shape, strides)
+        slot, shape, strides = self.heap[t.name]
         extents = [self.expr(e) for e in s.extents]
         stride = ir.Constant(I64, 1)
         for k in reversed(range(t.rank)):
             b.store(extents[k], shape[k])
             b.store(stride, strides[k])
             stride = b.mul(stride, extents[k])
+        if scratch:
+            b.store(self.scratch[t.name], slot)
+            return
+        old = b.load(slot, typ=PTR)
+        with b.if_then(b.icmp_unsigned("!=", old, ir.Constant(PTR, None))):
+            b.call(self.mod.device_free(), [old])
+        nbytes = b.mul(stride, ir.Constant(I64, t.dtype.itemsize))
+        pointer = b.call(self.mod.device_malloc(), [b.select(b.icmp_signed(">", nbytes, ir.Constant(I64, 0)),
+                                                             nbytes, ir.Constant(I64, 1))])
+        b.store(pointer, slot)
+        with b.if_then(b.icmp_unsigned("==", pointer, ir.Constant(PTR, None)), likely=False):
+            check = {"status": "INTENT_E_ALLOC", "code": STATUS["INTENT_E_ALLOC"], "nargs": 1,
+                     "message": f"{self.kernel.name}: out of GPU heap memory: could not allocate %lld bytes "
+                                f"for a buffer (raise the CUDA limit CU_LIMIT_MALLOC_HEAP_SIZE)"}
+            if check not in self.checks:
+                self.checks.append(check)
+            self.report(check["code"], self.checks.index(check), [nbytes])
+            self.ret(None)
 
     def data_ptr(self, name: str) -> ir.Value:
         if name in self.heap:
-            return self.builder.load(self.heap[name][0], typ=GLOBAL)
+            return self.builder.load(self.heap[name][0], typ=GLOBAL if name in self.scratch else PTR)
         return self.data[name]
 
     # -- threads ----------------------------------------------------------------------------------
@@ -302,7 +341,7 @@ class GpuKernelEmitter(FunctionEmitter):
                                   else value, I64)
             args.append(value)
         self.report(STATUS[s.code], self.check_id(s), args)
-        b.ret_void()
+        self.ret(None)
         b.position_at_end(cont)
 
     def report(self, code: int, check: int, args: list) -> None:
@@ -339,7 +378,8 @@ class GpuKernelEmitter(FunctionEmitter):
         return super().binary(op, a, c, dtype)
 
 
-_STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "If", "Loop", "While", "Check", "Alloc") if hasattr(P, n))
+_STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "If", "Loop", "While", "Check", "Alloc")
+                    if hasattr(P, n))
 _EXPRESSIONS = tuple(getattr(P, n) for n in ("Const", "Read", "Binary", "Unary", "Compare", "Select", "Cast",
                                              "Field", "Load", "MulAdd", "Splat", "Atomic") if hasattr(P, n))
 
@@ -386,6 +426,7 @@ def optimize_gpu(llvm_ir: str, spec):
     return module
 
 
+DEVICE_RUNTIME = {"malloc", "free"}  # provided by the CUDA driver to every module
 _EXTERN = re.compile(r"^\.extern\s+\.func\s*(?:\([^)]*\))?\s*([A-Za-z_$][\w$]*)", re.MULTILINE)
 
 
@@ -394,7 +435,7 @@ def ptx_assembly(optimized, spec) -> str:
     from intentc.codegen.optimize import emit_assembly
 
     ptx = emit_assembly(optimized, spec)
-    missing = sorted(set(_EXTERN.findall(ptx)))
+    missing = sorted(set(_EXTERN.findall(ptx)) - DEVICE_RUNTIME)
     if missing:
         raise UnsupportedError(f"the generated code calls {', '.join(missing)}, which has no implementation "
                                f"on this target")

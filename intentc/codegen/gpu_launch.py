@@ -32,8 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from intentc.codegen.emit_llvm import UnsupportedError
-from intentc.kir.types import DType
+from intentc.kir.types import INDEX, DType
 from intentc.lower import program as P
 
 BLOCK = 256  # threads per block in grid phases (also the entry's .maxntid)
@@ -142,7 +141,7 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
     defs = _top_level_defs(kernel)
     scalars = {p.name for p in kernel.params if isinstance(p, P.Var) and p.dtype.kind in ("int", "index")}
     scratch = _scratch(kernel, defs, scalars)
-    kinds, reason = _classify(kernel)
+    kinds, reason = _classify(kernel, {x.tensor.name for x in scratch})
     if reason:
         launch = Launch((1, 1, 1), (1, 1, 1), None, "single")
         return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {})
@@ -194,41 +193,46 @@ def grid_formula(totals: list) -> object:
 
 
 def _scratch(kernel: P.Kernel, defs: dict, scalars: set) -> list:
-    """The kernel's buffers: each must be allocated once, at the top level, with a size the
-    host can compute from the arguments before the launches."""
-    top = {id(s) for s in kernel.body if isinstance(s, P.Alloc)}
-    out, seen = [], set()
-    for s in P.walk_stmts(kernel.body):
-        if not isinstance(s, P.Alloc):
+    """Buffers allocated once, at the kernel's top level, with a size the host can compute
+    from the arguments: scratch memory the caller provides. Every other buffer comes from
+    the device heap (``malloc`` in the thread that needs it)."""
+    counts = Counter(s.tensor.name for s in P.walk_stmts(kernel.body) if isinstance(s, P.Alloc))
+    out = []
+    for s in kernel.body:
+        if not isinstance(s, P.Alloc) or counts[s.tensor.name] != 1:
             continue
-        name = s.tensor.name
-        if id(s) not in top or name in seen:
-            raise UnsupportedError(f"kernel '{kernel.name}' allocates the buffer '{name}' inside a loop or a "
-                                   f"branch; on this target buffers are allocated once per call, before the "
-                                   f"launches")
-        seen.add(name)
         size = str(s.tensor.dtype.itemsize)
         for extent in s.extents:
             value = formula(extent, defs, scalars)
             if value is None:
-                raise UnsupportedError(f"kernel '{kernel.name}': the size of the buffer '{name}' is not a "
-                                       f"function of the kernel's integer arguments, so the host cannot "
-                                       f"allocate it before the launches")
+                break
             size = f"mul({size}, max({value}, 0))"
-        out.append(Scratch(s.tensor, f"{name}.data", size))
+        else:
+            out.append(Scratch(s.tensor, f"{s.tensor.name}.data", size))
     return out
+
+
+def uses_heap(kernel: P.Kernel, scratch: list) -> bool:
+    names = {x.tensor.name for x in scratch}
+    return any(isinstance(s, P.Alloc) and s.tensor.name not in names for s in P.walk_stmts(kernel.body))
 
 
 def _parallel_loops(stmts):
     return [s for s in P.walk_stmts(stmts) if isinstance(s, P.Loop) and s.kind == "parallel"]
 
 
-def _classify(kernel: P.Kernel) -> tuple[list, str]:
+def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str]:
     """The kind of each top-level statement (uniform, grid or single), or why the kernel
     must run on one thread."""
     body = kernel.body
     if not _parallel_loops(body):
         return [], "the kernel has no parallel loop"
+    grid_loops = _parallel_loops(body)
+    inside = {id(x) for loop in grid_loops for x in P.walk_stmts((loop,))}
+    for s in P.walk_stmts(body):
+        if isinstance(s, P.Alloc) and s.tensor.name not in scratch and id(s) not in inside:
+            # A heap buffer lives in one thread's registers: it cannot be shared by launches.
+            return [], f"the size of the buffer '{s.tensor.name}' is not known before the launches"
     written = {s.tensor.name for s in P.walk_stmts(body) if isinstance(s, P.Store)}
     kinds = []
     single_vars: set = set()
@@ -291,22 +295,6 @@ def _is_grid(s: P.Stmt, written: set, single_vars: set) -> bool:
     return True
 
 
-def _outside(stmts):
-    """Statements not inside a parallel loop (the parallel loops themselves excluded)."""
-    for s in stmts:
-        if isinstance(s, P.Loop) and s.kind == "parallel":
-            continue
-        yield s
-        if isinstance(s, P.If):
-            yield from _outside(s.then)
-            yield from _outside(s.orelse)
-        elif isinstance(s, P.Loop):
-            yield from _outside(s.body)
-        elif isinstance(s, P.While):
-            yield from _outside(s.cond_body)
-            yield from _outside(s.body)
-
-
 def _stmt_exprs(s: P.Stmt) -> list[P.Expr]:
     if isinstance(s, P.Assign):
         return [s.value]
@@ -320,6 +308,8 @@ def _stmt_exprs(s: P.Stmt) -> list[P.Expr]:
         return [s.cond]
     if isinstance(s, P.Check):
         return [s.cond, *s.args]
+    if isinstance(s, P.Alloc):
+        return list(s.extents)
     return []
 
 
@@ -335,10 +325,6 @@ def _loaded(stmts) -> set:
 
 def _reads(stmts) -> set:
     return {n.var for s in stmts for e in _stmt_exprs(s) for n in _nodes(e) if isinstance(n, P.Read)}
-
-
-def _reads_in(stmts) -> set:
-    return _reads(list(P.walk_stmts(stmts)))
 
 
 def _assign_phases(stmts, phase: int, nests: dict) -> int:
@@ -380,10 +366,21 @@ def _reads_expr(e: P.Expr) -> set:
 
 
 def _top_level_defs(kernel: P.Kernel) -> dict:
-    """Variables assigned exactly once in the kernel, directly in its body: their values
-    may be substituted into launch formulas."""
+    """What launch formulas may substitute: variables assigned exactly once in the kernel,
+    directly in its body; the extents and strides of buffers allocated once there
+    (row-major); and which tensors are parameters."""
     counts = Counter(s.var for s in P.walk_stmts(kernel.body) if isinstance(s, (P.Assign, P.Loop)))
-    return {s.var: s.value for s in kernel.body if isinstance(s, P.Assign) and counts[s.var] == 1}
+    defs: dict = {s.var: s.value for s in kernel.body if isinstance(s, P.Assign) and counts[s.var] == 1}
+    allocs = Counter(s.tensor.name for s in P.walk_stmts(kernel.body) if isinstance(s, P.Alloc))
+    for s in kernel.body:
+        if isinstance(s, P.Alloc) and allocs[s.tensor.name] == 1:
+            stride: P.Expr = P.Const(INDEX, 1)
+            for axis in reversed(range(len(s.extents))):
+                defs[("field", s.tensor.name, "shape", axis)] = s.extents[axis]
+                defs[("field", s.tensor.name, "stride", axis)] = stride
+                stride = P.Binary(INDEX, "mul", stride, s.extents[axis])
+    defs["params"] = {p.name for p in kernel.params if isinstance(p, P.TensorSym)}
+    return defs
 
 
 # ---- the formula language ---------------------------------------------------------------------------
@@ -401,7 +398,10 @@ def formula(e: P.Expr, defs: dict, scalars: set, depth: int = 0) -> str | None:
     if isinstance(e, P.Const):
         return str(int(e.value))
     if isinstance(e, P.Field):
-        return f"{e.tensor.name}.{e.kind}{e.axis}"
+        key = ("field", e.tensor.name, e.kind, e.axis)
+        if key in defs:
+            return formula(defs[key], defs, scalars, depth + 1)
+        return f"{e.tensor.name}.{e.kind}{e.axis}" if e.tensor.name in defs.get("params", ()) else None
     if isinstance(e, P.Read):
         if e.var in defs:
             return formula(defs[e.var], defs, scalars, depth + 1)

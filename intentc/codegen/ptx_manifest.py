@@ -11,7 +11,7 @@ import json
 import re
 
 from intentc.codegen.abi import STATUS
-from intentc.codegen.gpu_launch import SCRATCH_ALIGN
+from intentc.codegen.gpu_launch import SCRATCH_ALIGN, uses_heap
 
 MANIFEST_FORMAT = "intentc-ptx"
 MANIFEST_VERSION = 1
@@ -46,6 +46,7 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
             "scratch": [{"arg": x.arg, "bytes": x.bytes, "align": SCRATCH_ALIGN, "zero": False}
                         for x in plan.scratch],
             "checks": [dict(c, id=k) for k, c in enumerate(checks)],
+            "device_heap": uses_heap(kernel, plan.scratch),
         })
     return {
         "format": MANIFEST_FORMAT,

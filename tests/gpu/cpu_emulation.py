@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import re
 
 import llvmlite.binding as llvm
 
@@ -125,6 +124,3 @@ class Emulator:
     def synchronize(self) -> None:
         pass
 
-
-def uses_sregs_only_along_x(gpu_ir: str) -> bool:
-    return not re.search(r"sreg\.(tid|ctaid|ntid|nctaid)\.[yz]", gpu_ir)

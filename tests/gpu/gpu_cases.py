@@ -18,7 +18,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "samples"))
 
-import checks  # noqa: E402  samples/checks.py
+import checks  # noqa: E402,F401  samples/checks.py (used by the test files)
 import intentc  # noqa: E402
 from intentc import ptx_loader  # noqa: E402
 
@@ -95,6 +95,13 @@ def prefix(x: f32[N]) -> f32[N]:
     return I.cumsum(x)
 
 @intent.kernel
+def row_cumsum(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        c = I.cumsum(x[r, :])
+        for j in I.parallel(x.axis(1)):
+            out[r, j] = c[j]
+
+@intent.kernel
 def softmax_rows(x: f32[R, C], out: mut f32[R, C]):
     for r in I.parallel(x.axis(0)):
         m = I.max(x[r, :])
@@ -142,6 +149,9 @@ class Adapter:
 
     def __init__(self, module):
         self.module = module
+
+    def set_num_threads(self, n: int) -> None:
+        """Thread counts are the CPU runtime's; a GPU launch's grid comes from the manifest."""
 
     def __getattr__(self, name):
         kernel = getattr(self.module, name)
@@ -390,10 +400,12 @@ def check_structured(m) -> str:
         x = rng.uniform(-1, 1, (r, c)).astype(np.float32)
         _close(m.row_sums(x), x.astype(np.float64).sum(axis=1), f"row_sums {r}x{c}", 0, 1e-6 * c + 1e-6)
         out = np.zeros((r, c), np.float32)
+        m.row_cumsum(x, out)  # a buffer per row: the device heap
+        _close(out, np.cumsum(x.astype(np.float64), axis=1), f"row_cumsum {r}x{c}", 0, 1e-6 * c + 1e-6)
         m.softmax_rows(x, out)
         if r and c:
             e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
             _close(out, e / e.sum(axis=1, keepdims=True), f"softmax_rows {r}x{c}", 1e-5, 1e-7)
     x = rng.uniform(-1, 1, (7, 9)).astype(np.float32)
     _refused(lambda: m.softmax_rows(x, np.zeros((7, 8), np.float32)), -4)
-    return "PASS structured: sum, row sums, cumsum, row softmax"
+    return "PASS structured: sum, row sums, cumsum, cumsum per row, row softmax"
