@@ -527,22 +527,27 @@ class _Gen:
         helper_lines = []
         for _ in range(self.number(0, 2)):
             helper_lines += self.tensor_helper()
-        dt = self.pick(DTYPES)
         scope = TensorScope({}, {}, allow_new=True)
         for _ in range(self.number(0, 2)):
             scope.scalars[f"s{len(scope.scalars)}"] = self.pick(DTYPES)
-        value, shape = self.tensor_expr(dt, scope, self.number(1, 5), require_tensor=True)
-        if shape is None:  # a scalar expression, broadcast to a declared shape
-            scope.tensors["shape"] = ("bool", ("M", "N"))
-            shape = ("M", "N")
-        result = tuple(_result_extent(axis) for axis in shape)
+        values, types = [], []
+        for _ in range(self.number(1, 2)):  # one result, or a tuple of two
+            dt = self.pick(DTYPES)
+            value, shape = self.tensor_expr(dt, scope, self.number(1, 5), require_tensor=True)
+            if shape is None:  # a scalar expression, broadcast to a declared shape
+                scope.tensors.setdefault("shape", ("bool", ("M", "N")))
+                shape = ("M", "N")
+            values.append(value)
+            types.append(f"{dt}[{', '.join(str(_result_extent(axis)) for axis in shape)}]")
         params = [Param(n, t, tuple(e)) for n, (t, e) in scope.tensors.items()]
         params += [Param(n, t) for n, t in scope.scalars.items()]
         order = self.draw(st.permutations(range(len(params))))
         params = [params[k] for k in order]
         sig = ", ".join(p.declaration() for p in params)
-        lines = helper_lines + ["@intent.kernel", f"def {name}({sig}) -> {dt}[{', '.join(map(str, result))}]:",
-                                f"    return {value}", ""]
+        result = types[0] if len(types) == 1 else f"({', '.join(types)})"
+        lines = helper_lines + ["@intent.kernel", f"def {name}({sig}) -> {result}:",
+                                f"    return {', '.join(values)}" if len(values) == 1 else
+                                f"    return ({', '.join(values)})", ""]
         return Kernel(name, "expr", params, "\n".join(lines))
 
     def tensor_locals(self, params: list[Param], scope: Scope, two: bool) -> list[str]:
@@ -608,7 +613,7 @@ class _Gen:
         for k in range(self.number(0, 2)):
             params.append(Param(f"s{k}", self.pick(DTYPES)))
         out_dt = self.pick(DTYPES)
-        out = Param("out", out_dt, extents, mutable=True)
+        out = Param("o", out_dt, extents, mutable=True)
         params.append(out)
         scope = Scope()
         for p in params:
@@ -618,6 +623,17 @@ class _Gen:
                 scope.values[p.name] = p.dtype
         lines = self.tensor_locals(params, scope, two)
         lines += self.block(scope, 1, self.number(0, 2), {})  # kernel-level values the points read
+        returned = None
+        if self.maybe(25):
+            # A returned value computed before the points write `o` (it may read `o`
+            # whole): a snapshot in program order, never fused past the writes.
+            visible = {n: v for n, v in scope.tensors.items() if set(v[1]) <= {"M", "N", 1} and len(v[1]) <= 2}
+            visible["o"] = (out_dt, extents)
+            rdt = self.pick(DTYPES)
+            value, shape = self.tensor_expr(rdt, TensorScope(visible, {}), self.number(1, 3), require_tensor=True)
+            shape = shape or extents
+            lines.append(f"snapshot = {value}")
+            returned = f"{rdt}[{', '.join(str(_result_extent(axis)) for axis in shape)}]"
         anchor = next(p for p in params if p.extents == extents)
         body_scope = scope.child()
         body_scope.assignable = set()
@@ -656,19 +672,23 @@ class _Gen:
             inner = body_scope.child()
             inner.points[column] = "N"
             inner.values[column] = "index"
-            ctx = {"point": ("out", out_dt, f"i, {column}")}
+            ctx = {"point": ("o", out_dt, f"i, {column}")}
             loop = self.block(inner, 1, self.number(0, 3), ctx) + [self.write(inner, ctx)]
             body += [f"for {column} in {anchor.name}.axis(1):"] + _indent(loop)
         else:
             index = ", ".join(body_scope.points)
             if self.maybe(20):  # the point's own output element may be read back (no other point's)
-                body_scope.values[f"out[{index}]"] = out_dt
-            ctx = {"point": ("out", out_dt, index)}
+                body_scope.values[f"o[{index}]"] = out_dt
+            ctx = {"point": ("o", out_dt, index)}
             body += self.block(body_scope, 2, self.number(0, 4), ctx)
             body.append(self.write(body_scope, ctx))
         body_indent = "        " if len(header) == 2 else "    "
         lines += header + [body_indent + line for line in body]
-        kernel = ["@intent.kernel", f"def {name}({', '.join(p.declaration() for p in params)}):"]
+        signature = f"def {name}({', '.join(p.declaration() for p in params)}):"
+        if returned is not None:
+            lines.append("return snapshot")
+            signature = signature[:-1] + f" -> {returned}:"
+        kernel = ["@intent.kernel", signature]
         return Kernel(name, "parallel", params, "\n".join(helper_lines + kernel + _indent(lines) + [""]))
 
     def ordered_kernel(self, name: str) -> Kernel:
