@@ -134,6 +134,14 @@ def _signature(fn: ast.FunctionDef) -> _Signature:
         params.append(ann)
         names.append(param.name)
     results = result_annotations(fn.returns)
+    if fn.kind == "kernel" and results:
+        # Returned tensors travel as trailing parameters named out (one) or out0, out1, ...
+        reserved = {"out"} if len(results) == 1 else {f"out{k}" for k in range(len(results))}
+        for param in fn.params:
+            if param.name in reserved:
+                raise error(f"parameter '{param.name}' has the name of the kernel's returned tensor, which the C "
+                            f"header, the manifest and out= call '{param.name}'", param.span,
+                            hint="rename the parameter, e.g. to 'dst'")
     if fn.kind == "kernel":
         for ann, expr in zip(results, _result_exprs(fn.returns)):
             if not isinstance(ann.type, TensorType):

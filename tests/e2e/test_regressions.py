@@ -222,3 +222,19 @@ def test_element_of_a_tensor_value_is_checked_against_its_own_extents(differenti
             run = differential(ESCAPING_INDICES, kernel, *inputs, k, out)
             got = run.error.code if run.error is not None else None
             assert got == code, f"{kernel}[{k}]: {run.error!r}"
+
+
+def test_parameter_named_like_the_returned_tensor_is_refused():
+    """A kernel that returns a tensor and also has a parameter `out` got a C prototype
+    with two parameters named `out` (the header did not compile) and an ambiguous out=.
+    Found by the program generator; now a diagnostic in sema."""
+    import intentc
+    from intentc.driver import frontend
+
+    source = ("import intent as I\n\n@intent.kernel\ndef k(x: f32[N], out: mut f32[N]) -> f32[N]:\n"
+              "    for i in I.parallel(x.axis(0)):\n        out[i] = x[i]\n    return x * 2.0\n")
+    with pytest.raises(intentc.CompileError, match="returned tensor"):
+        frontend(source, "clash.intent")
+    frontend(source.replace("out", "dst"), "renamed.intent")  # fine under another name
+    frontend(source.replace("-> f32[N]", "-> (f32[N], f32[N])").replace("return x * 2.0", "return (x, x)"),
+             "two.intent")  # two results are out0 and out1: no clash with out
