@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from intentc.kir.extents import evaluate as evaluate_extent
+from intentc.kir.extents import names as extent_names
 
 _STATUS_NAMES = {0: "INTENT_OK", -1: "INTENT_E_NULL", -2: "INTENT_E_DTYPE", -3: "INTENT_E_RANK",
                  -4: "INTENT_E_SHAPE", -5: "INTENT_E_STRIDE", -6: "INTENT_E_BOUNDS", -7: "INTENT_E_DOMAIN",
@@ -175,6 +176,12 @@ class Kernel:
             if provided is not None:
                 outs[p["name"]] = _as_array(provided[k], p, self.name)
                 continue
+            missing = [n for e in p["extents"] if isinstance(e, str) for n in extent_names(e) if n not in extents]
+            if missing:  # every parameter naming it has too few axes: refuse as the runtime's rank check does
+                owner = next(q for q in self.inputs if q["kind"] == "tensor" and missing[0] in q["extents"])
+                ndim, rank = arrays[owner["name"]].ndim, len(owner["extents"])
+                raise KernelError(-3, f"{self.name}: parameter '{owner['name']}' has {ndim} dimension"
+                                      f"{'' if ndim == 1 else 's'} but the kernel expects {rank}")
             shape = tuple(e if isinstance(e, int) else evaluate_extent(e, extents) for e in p["extents"])
             outs[p["name"]] = np.empty(shape, dtype=_numpy_dtype(p["dtype"]))
         return outs

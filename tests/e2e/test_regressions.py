@@ -238,3 +238,12 @@ def test_parameter_named_like_the_returned_tensor_is_refused():
     frontend(source.replace("out", "dst"), "renamed.intent")  # fine under another name
     frontend(source.replace("-> f32[N]", "-> (f32[N], f32[N])").replace("return x * 2.0", "return (x, x)"),
              "two.intent")  # two results are out0 and out1: no clash with out
+
+
+def test_returned_tensor_sized_by_a_parameter_of_the_wrong_rank(differential):
+    """The loader sizes returned tensors from the parameters' extents; when the only
+    parameter naming an extent had too few axes it raised KeyError('N') instead of the
+    rank refusal (INTENT_E_RANK) the runtime gives. Fixed in the loader."""
+    source = "import intent as I\n\n@intent.kernel\ndef k(x: f32[N]) -> f32[N]:\n    return x * 2.0\n"
+    run = differential(source, "k", np.array(3.0, np.float32))
+    assert run.error is not None and run.error.code == -3
