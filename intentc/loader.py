@@ -53,6 +53,10 @@ _SCALAR_CTYPES = {"bool": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_i
                   "u32": ctypes.c_uint32, "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double,
                   "f16": ctypes.c_uint16, "bf16": ctypes.c_uint16}
 
+# OCP Microscaling dtypes: ml_dtypes names -> (DLPack code, bits), and the Intent names.
+_MX_NAMES = {"float8_e4m3fn": (10, 8), "float8_e5m2": (12, 8), "float6_e2m3fn": (15, 6), "float6_e3m2fn": (16, 6),
+             "float4_e2m1fn": (17, 4), "float8_e8m0fnu": (14, 8)}
+_MX_DTYPES = ("f8e4m3", "f8e5m2", "f6e2m3", "f6e3m2", "f4e2m1", "e8m0")
 _NUMPY_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
                 "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
                 "f32": "float32", "f64": "float64", "bf16": "bfloat16"}
@@ -70,6 +74,8 @@ def _dlpack_of(dtype) -> tuple[int, int]:
 
 def _dlpack_code(dtype) -> tuple[int, int]:
     kind, bits = dtype.kind, dtype.itemsize * 8
+    if dtype.name in _MX_NAMES:  # OCP Microscaling (ml_dtypes): DLPack's own codes
+        return _MX_NAMES[dtype.name]
     if dtype.name == "bfloat16":
         return 4, 16
     if kind == "b":
@@ -82,6 +88,10 @@ def _dlpack_code(dtype) -> tuple[int, int]:
 def _numpy_dtype(name: str):
     import numpy as np
 
+    if name in _MX_DTYPES:  # ml_dtypes arrays, one code per byte (kir/mx.py)
+        from intentc.kir.mx import numpy_dtype
+
+        return numpy_dtype(name)
     if name == "bf16":
         import ml_dtypes  # optional: only needed for bf16 results
 
@@ -96,6 +106,7 @@ class Kernel:
         self.spec = spec
         self.inputs = [p for p in spec["params"] if not p.get("result")]
         self.results = [p for p in spec["params"] if p.get("result")]
+        self.written = {p["name"] for p in spec["params"] if p.get("mutable") or p.get("result")}
         self.func = getattr(module.lib, self.name)
         self.func.restype = ctypes.c_int32
         self.func.argtypes = [ctypes.POINTER(IntentTensor) if p["kind"] == "tensor" else _SCALAR_CTYPES[p["dtype"]]
@@ -145,6 +156,9 @@ class Kernel:
             descriptor = _descriptor(array, p["name"], self.name, keep)
             call_args.append(ctypes.byref(descriptor))
         code = self.func(*call_args)
+        for item in keep:  # f4e2m1 arguments travel packed: unpack the written ones
+            if isinstance(item, _PackedF4) and item.name in self.written:
+                item.write_back()
         if code != 0:
             raise KernelError(code, self.module.last_error())
         if not self.results:
@@ -222,6 +236,8 @@ def _scalar(value, param: dict, kernel: str):
 
 
 def _descriptor(array, name: str, kernel: str, keep: list) -> IntentTensor:
+    if array.dtype.name == "float4_e2m1fn":  # packed two per byte for the call (kir/mx.py)
+        return _PackedF4(array, name, keep).descriptor
     code, bits = _dlpack_of(array.dtype)
     itemsize = array.dtype.itemsize
     for stride in array.strides:
@@ -277,3 +293,33 @@ class Module:
 def load(path: str | os.PathLike) -> Module:
     """Load a shared library built by ``intentc build`` and return its kernels."""
     return Module(path)
+
+
+class _PackedF4:
+    """An f4e2m1 array as the ABI takes it: a contiguous copy packed two codes per byte
+    (element 2j in the low nibble of byte j), with row-major strides in elements."""
+
+    def __init__(self, array, name: str, keep: list):
+        from intentc.kir.mx import pack_f4
+
+        self.array, self.name = array, name
+        self.packed = pack_f4(array)
+        ndim = array.ndim
+        strides, step = [], 1
+        for extent in reversed(array.shape):
+            strides.insert(0, step)
+            step *= extent
+        self.extents = (ctypes.c_int64 * (2 * max(1, ndim)))(*array.shape, *strides)
+        base = ctypes.addressof(self.extents)
+        i64 = ctypes.POINTER(ctypes.c_int64)
+        data = self.packed.ctypes.data if array.size else None
+        self.descriptor = IntentTensor(data, _Device(1, 0), ndim, _DType(17, 4, 1), ctypes.cast(base, i64),
+                                       ctypes.cast(base + 8 * max(1, ndim), i64), 0)
+        keep.append(self)
+
+    def write_back(self) -> None:
+        from intentc.kir.mx import unpack_f4
+
+        if self.array.size:
+            codes = unpack_f4(self.packed, self.array.size).reshape(self.array.shape)
+            self.array[...] = codes.view(self.array.dtype)

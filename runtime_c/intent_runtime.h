@@ -43,6 +43,15 @@ extern "C" {
 #define INTENT_DTYPE_FLOAT 2
 #define INTENT_DTYPE_BFLOAT 4
 #define INTENT_DTYPE_BOOL 6
+/* OCP Microscaling types (DLPack 1.1 codes). f8 and e8m0: one code per byte; f6: one code
+ * per byte in the low six bits; f4e2m1: packed two per byte, element 2j in the low nibble
+ * of byte j (element offsets from the strides, in elements). */
+#define INTENT_DTYPE_F8E4M3 10
+#define INTENT_DTYPE_F8E5M2 12
+#define INTENT_DTYPE_E8M0 14
+#define INTENT_DTYPE_F6E2M3 15
+#define INTENT_DTYPE_F6E3M2 16
+#define INTENT_DTYPE_F4E2M1 17
 
 /* DLPack device type of the host CPU (kDLCPU). */
 #define INTENT_DEVICE_CPU 1

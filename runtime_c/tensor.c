@@ -34,6 +34,12 @@ static void dtype_name(char *buf, size_t cap, unsigned code, unsigned bits, unsi
     case INTENT_DTYPE_BOOL:
         len = bits == 8 ? snprintf(buf, cap, "bool") : snprintf(buf, cap, "bool%u", bits);
         break;
+    case INTENT_DTYPE_F8E4M3: len = snprintf(buf, cap, bits == 8 ? "f8e4m3" : "f8e4m3/%u", bits); break;
+    case INTENT_DTYPE_F8E5M2: len = snprintf(buf, cap, bits == 8 ? "f8e5m2" : "f8e5m2/%u", bits); break;
+    case INTENT_DTYPE_E8M0: len = snprintf(buf, cap, bits == 8 ? "e8m0" : "e8m0/%u", bits); break;
+    case INTENT_DTYPE_F6E2M3: len = snprintf(buf, cap, bits == 6 ? "f6e2m3" : "f6e2m3/%u", bits); break;
+    case INTENT_DTYPE_F6E3M2: len = snprintf(buf, cap, bits == 6 ? "f6e3m2" : "f6e3m2/%u", bits); break;
+    case INTENT_DTYPE_F4E2M1: len = snprintf(buf, cap, bits == 4 ? "f4e2m1" : "f4e2m1/%u", bits); break;
     default: len = snprintf(buf, cap, "<dtype code %u, %u bits>", code, bits); break;
     }
     if (lanes != 1 && len >= 0 && (size_t)len < cap)

@@ -15,13 +15,18 @@ _DLPACK_CODE = {"int": 0, "index": 0, "uint": 1, "float": 2, "bfloat": 4, "bool"
 
 
 def dlpack_dtype(dtype: DType) -> tuple[int, int]:
-    """(DLPack type code, bits) of an Intent dtype."""
+    """(DLPack type code, bits) of an Intent dtype. MX types have DLPack's own codes
+    (kDLFloat8_e4m3fn = 10, ..., kDLFloat4_e2m1fn = 17; storage in intentc/kir/mx.py)."""
+    if dtype.kind == "mx":
+        from intentc.kir.mx import FORMATS
+
+        return FORMATS[dtype.name].dlpack, dtype.bits
     return _DLPACK_CODE[dtype.kind], dtype.bits
 
 
 def c_scalar_type(dtype: DType) -> str:
     """The C type of a scalar parameter passed by value."""
-    if dtype.kind == "bool":
+    if dtype.kind in ("bool", "mx"):  # MX scalars travel as their code
         return "uint8_t"
     if dtype.kind in ("int", "index"):
         return f"int{dtype.bits}_t"

@@ -23,7 +23,7 @@ import llvmlite
 llvmlite.ir_layer_typed_pointers_enabled = False  # LLVM 15+ has only opaque pointers
 from llvmlite import ir  # noqa: E402
 
-from intentc.codegen import mathlib
+from intentc.codegen import mathlib, mx_llvm
 from intentc.codegen.abi import STATUS, dlpack_dtype
 from intentc.kir.types import BOOL, INDEX, DType
 from intentc.lower import program as P
@@ -50,6 +50,8 @@ def reg_type(dtype: DType) -> ir.Type:
         return ir.FloatType()
     if dtype.name == "f64":
         return ir.DoubleType()
+    if dtype.kind == "mx":  # an OCP Microscaling code (mx_llvm.py)
+        return I8
     raise UnsupportedError(f"dtype {dtype} is not supported in arithmetic on this target yet")
 
 
@@ -250,6 +252,9 @@ class FunctionEmitter:
         if isinstance(s, P.Assign):
             b.store(self.expr(s.value), self.slot(s.var))
         elif isinstance(s, P.Store):
+            if s.tensor.dtype.kind == "mx" and s.tensor.dtype.bits == 4:  # packed f4e2m1
+                mx_llvm.store_f4(self, s.tensor, self.expr(s.offset), self.expr(s.value))
+                return
             ptr = self.address(s.tensor, s.offset)
             value = self.expr(s.value)
             if s.tensor.dtype.is_bool:
@@ -373,6 +378,9 @@ class FunctionEmitter:
 
             return emit_atomic(self, e)
         if isinstance(e, P.Load):
+            if e.tensor.dtype.kind == "mx" and e.tensor.dtype.bits == 4:  # packed f4e2m1
+                lanes = e.dtype.lanes if isinstance(e.dtype, P.VectorType) else None
+                return mx_llvm.load_f4(self, e.tensor, self.expr(e.offset), lanes)
             ptr = self.address(e.tensor, e.offset)
             value = b.load(ptr, align=e.tensor.dtype.itemsize, typ=mem_type(e.dtype))
             if e.tensor.dtype.is_bool:
@@ -562,6 +570,8 @@ class FunctionEmitter:
         to = reg_type(dst)
         if src == dst:
             return a
+        if src.kind == "mx" or dst.kind == "mx":  # OCP Microscaling conversions
+            return mx_llvm.cast(b, a, src, dst, reg_type)
         if dst.is_bool:
             if src.is_float:
                 return b.fcmp_unordered("!=", a, ir.Constant(a.type, 0.0))

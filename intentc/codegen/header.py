@@ -7,6 +7,13 @@ from intentc.codegen.abi import c_scalar_type
 from intentc.kir.types import DTYPES
 
 
+# How OCP Microscaling tensors are laid out (intentc/kir/mx.py): what a caller must know.
+_STORAGE = {"f4e2m1": "; packed two per byte, element 2j in the low nibble of byte j",
+            "f6e2m3": "; one per byte, in the low six bits", "f6e3m2": "; one per byte, in the low six bits",
+            "f8e4m3": "; one code per byte", "f8e5m2": "; one code per byte",
+            "e8m0": "; one code per byte, 2^(code - 127), 0xFF = NaN"}
+
+
 def _extents(param: dict) -> str:
     return "[" + ", ".join(str(e) for e in param["extents"]) + "]"
 
@@ -31,7 +38,7 @@ def render_header(manifest: dict, guard_name: str) -> str:
                 args.append(f"{const}IntentTensor *{p['name']}")
                 role = "result, written by the kernel" if p["result"] else \
                     "read and written" if p["mutable"] else "read-only"
-                docs.append(f" *   {p['name']}: {p['dtype']}{_extents(p)} ({role})")
+                docs.append(f" *   {p['name']}: {p['dtype']}{_extents(p)} ({role}{_STORAGE.get(p['dtype'], '')})")
         lines.append(f"/* {kernel['name']}")
         lines += docs
         lines.append(" */")

@@ -33,7 +33,9 @@ Numeric rules (one meaning on every target; the compiled code implements the sam
       NaN -> 0; int -> float rounds to nearest, ties to even (once, directly to the
       target dtype); float -> float rounds to nearest even; int -> int keeps the low bits
       (sign- or zero-extending by the *source* signedness); anything -> bool is
-      ``!= 0`` (so NaN -> True); bool -> number is 0 or 1.
+      ``!= 0`` (so NaN -> True); bool -> number is 0 or 1. Casts between an OCP
+      Microscaling type and f32 follow ``intentc/kir/mx.py`` (exact decoding; rounding to
+      nearest even, saturating where the format has no infinity).
     - ``exp``, ``log`` and ``tanh`` are intentc's own functions
       (``intentc/codegen/mathlib.py``), run here with NumPy one IEEE operation at a
       time: the same bits as the compiled code on every target. ``sqrt`` uses NumPy and
@@ -91,7 +93,12 @@ def _kernel_error(code: int, message: str):
 # dtypes
 # =====================================================================================
 def numpy_dtype(dtype: DType) -> np.dtype:
-    """The NumPy dtype that holds ``dtype`` (``index`` is int64, ``bool`` one byte)."""
+    """The NumPy dtype that holds ``dtype`` (``index`` is int64, ``bool`` one byte, MX types
+    the ml_dtypes type with one code per byte)."""
+    if dtype.kind == "mx":
+        from intentc.kir import mx
+
+        return mx.numpy_dtype(dtype.name)
     if dtype.kind == "bfloat":
         try:
             import ml_dtypes
@@ -328,6 +335,10 @@ def cast_scalar(value, src: DType, dst: DType):
     """One scalar converted from ``src`` to ``dst`` (the rules in the module docstring)."""
     if src == dst:
         return value
+    if src.kind == "mx" or dst.kind == "mx":  # OCP Microscaling: intentc/kir/mx.py
+        from intentc.kir import mx
+
+        return mx.cast(value, src, dst)
     if dst.is_bool:
         if src.is_float:
             return bool(value != 0)  # NaN != 0: NaN converts to True
@@ -378,6 +389,10 @@ def cast_array(array: np.ndarray, src: DType, dst: DType) -> np.ndarray:
     nd = numpy_dtype(dst)
     if src == dst:
         return array
+    if src.kind == "mx" or dst.kind == "mx":  # OCP Microscaling: intentc/kir/mx.py
+        from intentc.kir import mx
+
+        return mx.cast(array, src, dst)
     if dst.is_bool:
         return np.asarray(array != 0)
     if src.is_bool or (src.is_float and dst.is_float):
@@ -441,7 +456,7 @@ def scalar_of(value, dtype: DType):
     """A scalar read from memory (or an attribute) as the interpreter represents it."""
     if dtype.is_bool:
         return bool(value)
-    if dtype.is_float:
+    if dtype.is_float or dtype.kind == "mx":
         return numpy_dtype(dtype).type(value)
     return int(value)
 
@@ -1040,6 +1055,10 @@ def _intent_dtype_name(dtype: np.dtype) -> str:
         return "bool"
     if dtype.name == "bfloat16":
         return "bf16"
+    from intentc.kir.mx import BY_ML_DTYPES
+
+    if dtype.name in BY_ML_DTYPES:
+        return BY_ML_DTYPES[dtype.name].name
     return {"i": "i", "u": "u", "f": "f"}.get(dtype.kind, "?") + str(dtype.itemsize * 8)
 
 
@@ -1114,6 +1133,10 @@ from intentc.kir.interp_memory import HANDLERS as _MEMORY_HANDLERS, SANITIZED as
 
 _HANDLERS.update(_MEMORY_HANDLERS)
 _HANDLERS.update(_SANITIZED)  # they run the plain handlers unless a race/unique sanitizer is on
+
+from intentc.kir.interp_scaled import HANDLERS as _SCALED_HANDLERS  # noqa: E402
+
+_HANDLERS.update(_SCALED_HANDLERS)  # scaled_contract (T4), sparse_contract (T5)
 
 
 def _order_sanitized(module, kernel: str, args, out, kwargs, seed: int):

@@ -541,3 +541,4 @@ def is_pure(op: Op) -> bool:
 
 
 from intentc.kir import ops_memory  # noqa: E402,F401  (registers gather, scatter, atomics, philox)
+from intentc.kir import ops_scaled  # noqa: E402,F401  (registers scaled_contract, sparse_contract: T4, T5)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class DType:
-    """A scalar element type. ``kind`` is one of bool, int, uint, float, bfloat, index."""
+    """A scalar element type. ``kind`` is one of bool, int, uint, float, bfloat, index, mx."""
 
     name: str
     kind: str
@@ -29,6 +29,10 @@ class DType:
         return self.kind == "bool"
 
     @property
+    def is_mx(self) -> bool:  # an OCP Microscaling element or scale type (kir/mx.py)
+        return self.kind == "mx"
+
+    @property
     def itemsize(self) -> int:
         return max(1, self.bits // 8)
 
@@ -44,6 +48,10 @@ def _dtypes() -> dict[str, DType]:
         table[f"u{bits}"] = DType(f"u{bits}", "uint", bits)
     for bits in (16, 32, 64):
         table[f"f{bits}"] = DType(f"f{bits}", "float", bits)
+    # OCP Microscaling element and scale types (kind "mx"): storage types whose values are
+    # converted to and from f32 with I.cast; formats, storage and rounding in kir/mx.py.
+    for name, bits in (("f8e4m3", 8), ("f8e5m2", 8), ("f6e2m3", 6), ("f6e3m2", 6), ("f4e2m1", 4), ("e8m0", 8)):
+        table[name] = DType(name, "mx", bits)
     return table
 
 

@@ -26,6 +26,7 @@ from intentc.sema.memory import MEMORY_BUILTINS, memory_builtin, subscript_read,
 from intentc.sema.memory_checks import check_memory
 from intentc.sema.normalize import is_parallel_loop, normalize_function
 from intentc.sema.regions import Regions, check_region_helpers
+from intentc.sema.scaled import BUILTINS as SCALED_BUILTINS, check_mx, contraction_builtin
 from intentc.sema.structured import REDUCTIONS, SCANS, Structured
 from intentc.sema.shapes import Extent, broadcast_extents, broadcast_to, describe, same_extent
 from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
@@ -210,6 +211,7 @@ class FunctionBuilder(Structured, Regions):
 
     # -- emission helpers -----------------------------------------------------------------
     def emit(self, name, operands, result_types=(), attrs=None, regions=None, span=None, hint="") -> Op:
+        check_mx(name, operands, result_types, span)  # MX values are storage (sema/scaled.py)
         op = Op(name, operands, list(result_types), attrs, regions, span,
                 [hint] * len(result_types) if hint else None)
         self.block.ops.append(op)
@@ -1202,6 +1204,8 @@ class FunctionBuilder(Structured, Regions):
             return self.emit("domain", operands, [DOMAIN], span=node.span).result
         if name in CONTRACT_BUILTINS:  # T3, T6
             return structured_builtin(self, name, node)
+        if name in SCALED_BUILTINS:  # T4, T5: sema/scaled.py
+            return contraction_builtin(self, name, node)
         if name in MEMORY_BUILTINS:  # M1-M6, A1-A2, N1-N2, G1-G3
             return memory_builtin(self, name, node)
         if kwargs and name not in REDUCTIONS and name not in SCANS and name not in (
@@ -1306,7 +1310,7 @@ class FunctionBuilder(Structured, Regions):
             raise error("I.parallel(...) is only iterated by a for loop", node.span, rule="P1",
                         hint="write `for p in I.parallel(domain):`")
         known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS) | set(REDUCTIONS) | set(SCANS)
-                       | set(MEMORY_BUILTINS) | set(CONTRACT_BUILTINS))
+                       | set(MEMORY_BUILTINS) | set(CONTRACT_BUILTINS) | set(SCALED_BUILTINS))
         close = difflib.get_close_matches(name, known, n=1)
         raise error(f"unknown builtin I.{name}", node.func.span,
                     hint=(f"did you mean I.{close[0]}? " if close else "") + "the builtins are "

@@ -58,6 +58,10 @@ def literal_as(lit: Literal, dtype: DType, rule: str | None = None) -> int | flo
             return value
         raise error(f"the literal {value!r} is not a bool", lit.span, rule=rule,
                     hint="write True or False, or compare with a number")
+    if dtype.kind == "mx":  # OCP Microscaling codes are made by I.cast from f32
+        from intentc.sema.scaled import mx_literal
+
+        raise mx_literal(dtype, lit.span)
     if isinstance(value, bool):
         raise error(f"a bool literal cannot be used as {dtype}", lit.span, rule=rule,
                     hint=f"use I.cast({value}, {dtype})")

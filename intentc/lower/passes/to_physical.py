@@ -25,6 +25,8 @@ from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
 from intentc.lower.contract_lowering import lower_contract_tiles
 from intentc.lower.memory_lowering import ATOMIC_OPS, lower_atomic
+from intentc.lower.scaled_lowering import lower_scaled_tiles
+from intentc.lower.sparse_lowering import lower_sparse_tiles
 
 FOLD_CHAINS = 4  # independent chains of an ordered fold (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
@@ -151,6 +153,10 @@ class _KernelLowering:
             return self.parallel_op(op)
         if name == "fold":
             return self.fold_op(op)
+        if name == "scaled_tiles":  # T4: scaled_lowering.py
+            return lower_scaled_tiles(self, op)
+        if name in ("sparse24_tiles", "csr_tiles"):  # T5: sparse_lowering.py
+            return lower_sparse_tiles(self, op)
         if name == "contract_tiles":  # T3: the register-tiled loop nest
             return lower_contract_tiles(self, op)
         if name == "buffer":
