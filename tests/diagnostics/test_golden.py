@@ -62,6 +62,10 @@ RULES = {
     "syntax_error": None,
     "undefined_name": None,
     "dtype_mismatch": None,
+    "scaled_contract_schema": "T4",
+    "scaled_contract_block": "T4",
+    "sparse_contract_format": "T5",
+    "sparse_contract_meta": "T5",
 }
 
 # The source text the caret of the first diagnostic must underline exactly.
@@ -99,6 +103,10 @@ CARETS = {
     "int_literal_leading_zero": "012",
     "const_pow_too_large": "10 ** 10 ** 10",
     "float_literal_overflow": "10 ** 400",
+    "scaled_contract_schema": "sb",
+    "scaled_contract_block": "a",
+    "sparse_contract_format": '"1:4"',
+    "sparse_contract_meta": "meta",
 }
 
 # Words the message or hint must contain: the values it names, what was expected.
@@ -126,6 +134,10 @@ MENTIONS = {
     "multiple_errors": ["'scale'", "'y' is f64"],
     "int_literal_leading_zero": ["'012'", "write 12"],
     "float_literal_overflow": ["f32", "I.inf"],
+    "scaled_contract_schema": ["rank 3", "sb: [N, G]"],
+    "scaled_contract_block": ["K = 48", "block size 32"],
+    "sparse_contract_format": ['"1:4"', '"2:4"', '"csr"'],
+    "sparse_contract_meta": ["i32", "u8", "bits 0-1"],
 }
 
 # How many diagnostics a case reports (1 unless listed).
