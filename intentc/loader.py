@@ -57,6 +57,7 @@ _SCALAR_CTYPES = {"bool": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_i
 _MX_NAMES = {"float8_e4m3fn": (10, 8), "float8_e5m2": (12, 8), "float6_e2m3fn": (15, 6), "float6_e3m2fn": (16, 6),
              "float4_e2m1fn": (17, 4), "float8_e8m0fnu": (14, 8)}
 _MX_DTYPES = ("f8e4m3", "f8e5m2", "f6e2m3", "f6e3m2", "f4e2m1", "e8m0")
+_SCALAR_CTYPES.update({name: ctypes.c_uint8 for name in _MX_DTYPES})  # scalars pass their code
 _NUMPY_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
                 "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
                 "f32": "float32", "f64": "float64", "bf16": "bfloat16"}
@@ -219,6 +220,10 @@ def _scalar(value, param: dict, kernel: str):
 
     dtype = param["dtype"]
     ctype = _SCALAR_CTYPES[dtype]
+    if dtype in _MX_DTYPES:  # an ml_dtypes scalar's code, or a number converted from f32 (kir/mx.py)
+        from intentc.kir.mx import scalar_code
+
+        return ctype(scalar_code(value, dtype))
     if dtype in ("f16", "bf16"):
         return ctype(int(np.asarray(value, dtype=_numpy_dtype(dtype)).view(np.uint16)))
     if dtype in ("f32", "f64"):

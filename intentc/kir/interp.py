@@ -1064,6 +1064,10 @@ def _intent_dtype_name(dtype: np.dtype) -> str:
 
 def _scalar_argument(value, dtype: DType):
     """A scalar argument as the kernel receives it (the loader's conversions)."""
+    if dtype.kind == "mx":
+        from intentc.kir import mx
+
+        return mx.to_numpy(np.array([mx.scalar_code(value, dtype.name)], np.uint8), dtype.name)[0]
     if dtype.is_bool:
         return bool(value)
     if dtype.is_float:

@@ -213,6 +213,15 @@ def _encode_scale(x: np.ndarray) -> np.ndarray:
 
 
 # ---- storage -------------------------------------------------------------------------------------------
+def scalar_code(value, name: str) -> int:
+    """The code a scalar argument passes: an ml_dtypes scalar of the format as is, any other
+    number converted from f32."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.name == FORMATS[name].ml_dtypes:
+        return int(np.asarray(value).reshape(1).view(np.uint8)[0])
+    return int(encode(np.float32(value), name))
+
+
 def to_numpy(codes_array: np.ndarray, name: str) -> np.ndarray:
     """An ml_dtypes array holding these codes (one per byte)."""
     return np.ascontiguousarray(np.asarray(codes_array, dtype=np.uint8)).view(numpy_dtype(name))

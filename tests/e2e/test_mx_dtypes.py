@@ -53,6 +53,10 @@ def copy4(x: f4e2m1[R, C]) -> f4e2m1[R, C]:
     return x
 
 @intent.kernel
+def scaled_by(s: e8m0, x: f4e2m1[N]) -> f32[N]:
+    return I.cast(x, f32) * I.cast(s, f32)
+
+@intent.kernel
 def pick(x: f8e4m3[N], y: f8e4m3[N], first: bool[N]) -> f8e4m3[N]:
     return I.where(first, x, y)
 """
@@ -303,3 +307,11 @@ def test_literal_is_not_an_mx_value():
     with pytest.raises(CompileError) as info:
         frontend(source, "k.intent")
     assert "literal cannot be used as f8e4m3" in info.value.diagnostics[0].message
+
+
+def test_scalar_parameters_pass_their_code(lib):
+    x = codes_of("f4e2m1").view(ML["f4e2m1"])
+    for scale, factor in ((np.uint8(130).view(ML["e8m0"]), 8.0), (0.25, 0.25), (3.0, 2.0)):
+        compiled, interpreted = run_both(lib, "scaled_by", scale, x)
+        want = x.astype(np.float32) * np.float32(factor)
+        assert same_floats(compiled, want) and same_floats(interpreted, want)
