@@ -786,6 +786,10 @@ from checks_memory import MEMORY_CHECKS  # noqa: E402  (indexed memory, atomics,
 
 CHECKS.update(MEMORY_CHECKS)
 
+from checks_scaled import SCALED_CHECKS  # noqa: E402  (microscaled and sparse contractions, T4 and T5)
+
+CHECKS.update(SCALED_CHECKS)
+
 
 def main(argv: list[str]) -> int:
     """``python samples/checks.py SAMPLE LIBRARY.so``: runs one check, prints its summary."""
