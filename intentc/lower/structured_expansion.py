@@ -106,6 +106,13 @@ class StructuredExpansion:
 
     def parallel(self, extents: list[Value], body, grain: int | None = None) -> None:
         """A parallel loop nest; ``grain=1`` when every point is a whole block of work."""
+        if not extents:  # no axis left (every axis reduced, keepdims): one point, no loop
+            self.depth += 1
+            try:
+                body([])
+            finally:
+                self.depth -= 1
+            return
         points = [Value(INDEX, f"p{k}") for k in range(len(extents))]
         domains = [self.domain(e) for e in extents]
 

@@ -247,3 +247,27 @@ def test_returned_tensor_sized_by_a_parameter_of_the_wrong_rank(differential):
     source = "import intent as I\n\n@intent.kernel\ndef k(x: f32[N]) -> f32[N]:\n    return x * 2.0\n"
     run = differential(source, "k", np.array(3.0, np.float32))
     assert run.error is not None and run.error.code == -3
+
+
+KEEPDIMS_ALL_AXES = """\
+import intent as I
+
+@intent.kernel
+def k(x: i16[N]) -> i16[1]:
+    return I.max(x, axis=0, keepdims=True)
+
+@intent.kernel
+def k2(x: i32[M, N]) -> i32[1, 1]:
+    return I.sum(I.sum(x, axis=1, keepdims=True), axis=0, keepdims=True)
+"""
+
+
+def test_reduction_of_every_axis_with_keepdims(differential):
+    """`I.max(x, axis=0, keepdims=True)` of a 1-D tensor (every axis reduced, the result
+    kept as [1]) built a parallel loop over no domains and the build died in the verifier.
+    Found by the program generator; fixed in structured_expansion (one point, no loop)."""
+    x = np.array([3, -7, 12, 5], np.int16)
+    np.testing.assert_array_equal(differential(KEEPDIMS_ALL_AXES, "k", x).result, [12])
+    np.testing.assert_array_equal(differential(KEEPDIMS_ALL_AXES, "k", x[:0]).result, [-32768])
+    y = np.arange(12, dtype=np.int32).reshape(3, 4)
+    np.testing.assert_array_equal(differential(KEEPDIMS_ALL_AXES, "k2", y).result, [[66]])

@@ -475,8 +475,22 @@ class _Gen:
             kinds.append("minmax")
         if self.tensor_helpers and any(t == dt for _n, _r, t in self.tensor_helpers):
             kinds.append("call")
+        if (is_int(dt) and dt != "index") or dt == "bool":
+            kinds += ["reduce"] + (["scan"] if dt != "bool" else [])  # exact: integers wrap
         kind = self.pick(kinds)
         d = depth - 1
+        if kind in ("reduce", "scan"):
+            a, sa = self.tensor_expr(dt, scope, d, require_tensor=True)
+            if sa is None:
+                return a, None, False
+            axis = self.number(0, len(sa) - 1)
+            if kind == "scan":
+                name = self.pick(["cumsum", "cumprod"])
+                flags = "".join([", exclusive=True" if self.maybe(30) else "", ", reverse=True" if self.maybe(30) else ""])
+                return f"I.{name}({a}, axis={axis}{flags})", sa, False
+            name = self.pick(["any", "all"] if dt == "bool" else ["sum", "max", "min", "prod"])
+            shape = tuple(frozenset({1}) if k == axis else e for k, e in enumerate(sa))
+            return f"I.{name}({a}, axis={axis}, keepdims=True)", shape, False
         if kind in ("binary", "minmax"):
             if kind == "binary":
                 ops = ["&", "|", "^"] if dt == "bool" else ["+", "-", "*", "/", "//", "%"] if dt in FLOATS else \
