@@ -149,7 +149,7 @@ def _compile_in_process(source: str) -> str:
 OUTCOMES: dict[str, int] = {}
 
 
-@settings(max_examples=600, derandomize=True, deadline=None, database=None,
+@settings(max_examples=2000, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(mutants())
 def test_mutated_sources_end_in_success_or_a_diagnostic(source):
