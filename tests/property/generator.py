@@ -126,6 +126,22 @@ class _Gen:
         self.helpers: list[Helper] = []
         self.tensor_helpers: list[tuple[str, int, str]] = []  # (name, rank, dtype)
         self.in_helper = False
+        self.pending: list[str] = []  # combine helpers made while generating a kernel body
+
+    def combiner(self, dt: str) -> tuple[str, str]:
+        """(name, identity) of a new associative and commutative combine helper on ``dt``
+        (exact: integers wrap, bools are bits)."""
+        if dt == "bool":
+            op, identity = self.pick([("&", "True"), ("|", "False"), ("^", "False")])
+        else:
+            low, high = int_range(dt)
+            op, identity = self.pick([("+", "0"), ("*", "1"), ("|", "0"), ("^", "0"), ("&", str(high if low == 0 else -1)),
+                                      ("I.minimum", str(high)), ("I.maximum", f"({low})" if low < 0 else str(low))])
+        name = f"{self.prefix}_c{self.counter}"
+        self.counter += 1
+        body = f"I.minimum(a, b)" if op == "I.minimum" else f"I.maximum(a, b)" if op == "I.maximum" else f"a {op} b"
+        self.pending += ["@intent.fn", f"def {name}(a: {dt}, b: {dt}) -> {dt}:", f"    return {body}", ""]
+        return name, identity
 
     # -- drawing ---------------------------------------------------------------------------
     def pick(self, options):
@@ -168,7 +184,12 @@ class _Gen:
                 found.append(f"{name}[{index}]")
             if (is_int(dt) or dt == "bool") and dt != "index" and self.maybe(25):
                 # whole-tensor reductions: exact on integers (wrap-around) and bools
-                found.append(f"I.{self.pick(['any', 'all'] if dt == 'bool' else ['sum', 'max', 'min', 'prod'])}({name})")
+                if self.maybe(30):
+                    combine, identity = self.combiner(dt)
+                    found.append(f"I.reduce({name}, combine={combine}, identity={identity})")
+                else:
+                    found.append(f"I.{self.pick(['any', 'all'] if dt == 'bool' else ['sum', 'max', 'min', 'prod'])}"
+                                 f"({name})")
         return found
 
     def index_for(self, extents, scope: Scope) -> str | None:
@@ -484,12 +505,18 @@ class _Gen:
             if sa is None:
                 return a, None, False
             axis = self.number(0, len(sa) - 1)
+            custom = self.maybe(30)
             if kind == "scan":
-                name = self.pick(["cumsum", "cumprod"])
                 flags = "".join([", exclusive=True" if self.maybe(30) else "", ", reverse=True" if self.maybe(30) else ""])
-                return f"I.{name}({a}, axis={axis}{flags})", sa, False
-            name = self.pick(["any", "all"] if dt == "bool" else ["sum", "max", "min", "prod"])
+                if custom:
+                    combine, identity = self.combiner(dt)
+                    return f"I.scan({a}, combine={combine}, identity={identity}, axis={axis}{flags})", sa, False
+                return f"I.{self.pick(['cumsum', 'cumprod'])}({a}, axis={axis}{flags})", sa, False
             shape = tuple(frozenset({1}) if k == axis else e for k, e in enumerate(sa))
+            if custom:
+                combine, identity = self.combiner(dt)
+                return f"I.reduce({a}, combine={combine}, identity={identity}, axis={axis}, keepdims=True)", shape, False
+            name = self.pick(["any", "all"] if dt == "bool" else ["sum", "max", "min", "prod"])
             return f"I.{name}({a}, axis={axis}, keepdims=True)", shape, False
         if kind in ("binary", "minmax"):
             if kind == "binary":
@@ -559,7 +586,7 @@ class _Gen:
         params = [params[k] for k in order]
         sig = ", ".join(p.declaration() for p in params)
         result = types[0] if len(types) == 1 else f"({', '.join(types)})"
-        lines = helper_lines + ["@intent.kernel", f"def {name}({sig}) -> {result}:",
+        lines = helper_lines + self.pending + ["@intent.kernel", f"def {name}({sig}) -> {result}:",
                                 f"    return {', '.join(values)}" if len(values) == 1 else
                                 f"    return ({', '.join(values)})", ""]
         return Kernel(name, "expr", params, "\n".join(lines))
@@ -703,7 +730,7 @@ class _Gen:
             lines.append("return snapshot")
             signature = signature[:-1] + f" -> {returned}:"
         kernel = ["@intent.kernel", signature]
-        return Kernel(name, "parallel", params, "\n".join(helper_lines + kernel + _indent(lines) + [""]))
+        return Kernel(name, "parallel", params, "\n".join(helper_lines + self.pending + kernel + _indent(lines) + [""]))
 
     def ordered_kernel(self, name: str) -> Kernel:
         helper_lines = []
@@ -725,7 +752,7 @@ class _Gen:
         for k in range(slots):
             lines.append(f"out[{k}] = {self.expr(out_dt, scope, 3)[0]}")
         kernel = ["@intent.kernel", f"def {name}({', '.join(p.declaration() for p in params)}):"]
-        return Kernel(name, "ordered", params, "\n".join(helper_lines + kernel + _indent(lines) + [""]))
+        return Kernel(name, "ordered", params, "\n".join(helper_lines + self.pending + kernel + _indent(lines) + [""]))
 
 
 class TensorScope:
