@@ -29,6 +29,10 @@ EXPORTED = {
     "intent_alloc",
     "intent_free",
     "intent_runtime_version",
+    "intent_snapshot",  # the order sanitizer's helpers (sanitize.c)
+    "intent_snapshot_restore",
+    "intent_snapshot_compare",
+    "intent_snapshot_free",
 }
 # The flags generated modules are built with.
 BUILD_FLAGS = ["-O2", "-fPIC", "-fvisibility=hidden", "-shared"]
