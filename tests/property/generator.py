@@ -182,7 +182,7 @@ class _Gen:
             index = self.index_for(extents, scope)
             if index is not None:
                 found.append(f"{name}[{index}]")
-            if (is_int(dt) or dt == "bool") and dt != "index" and self.maybe(25):
+            if (is_int(dt) or dt == "bool") and dt != "index" and self.maybe(10):
                 # whole-tensor reductions: exact on integers (wrap-around) and bools
                 if self.maybe(30):
                     combine, identity = self.combiner(dt)
