@@ -177,6 +177,10 @@ def _check_fold_laws(it, op: Op, comps, ids, n: int):
     summarize, combine = op.regions[0], op.regions[1]
     names = f"summarize '{_callee(summarize)}', combine '{_callee(combine)}'"
     whole = _run(it, summarize, _slices(comps, 0, n))
+    both_ids = _run(it, combine, list(ids) + list(ids))  # a segmentation may meet two empty segments
+    if not _same(both_ids, list(ids)):
+        raise LawViolation(f"R2 identity law fails for {names}: combine(identity, identity) = {_show(both_ids)} "
+                           f"but identity = {_show(ids)}")
     for label, got in (("combine(identity, x)", _run(it, combine, list(ids) + whole)),
                        ("combine(x, identity)", _run(it, combine, whole + list(ids)))):
         if not _same(got, whole):

@@ -201,3 +201,14 @@ def test_no_state_stream_or_partition():
             frontend(source, "k.intent")
         assert f"I.{name}" in str(info.value)
         assert ("R0" if name == "state_stream" else "L2") in str(info.value)
+
+
+def test_laws_sanitizer_flags_an_identity_that_combines_to_nan():
+    """combine(identity, identity) must be the identity: the unguarded log-sum-exp combine gives
+    -inf - -inf = NaN there, which a segmentation with empty segments would expose (R2)."""
+    unguarded = SOURCE.replace("e = I.where(m == -I.inf, 0.0, a[1] * I.exp(a[0] - m) + b[1] * I.exp(b[0] - m))",
+                               "e = a[1] * I.exp(a[0] - m) + b[1] * I.exp(b[0] - m)")
+    x = np.arange(100, dtype=np.float32)
+    with pytest.raises(LawViolation) as info:
+        intentc.interpret(unguarded, "logsumexp", x, sanitize="laws")
+    assert "combine(identity, identity)" in str(info.value)
