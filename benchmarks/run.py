@@ -440,6 +440,10 @@ def logsumexp(n: int, tools: Tools):
         m = tools.intentc(BENCH / "kernels" / "logsumexp.intent")
         return lambda: (m.logsumexp(x, out), out)[1]
 
+    def intent_region_fold():  # one pass: a (max, sum) summary per segment, merged (R2)
+        m = tools.intentc(REPO / "samples" / "logsumexp.intent")
+        return lambda: m.logsumexp(x, out=out)
+
     def c_omp(flags: tuple[str, ...]):
         def make():
             fn = tools.c_function("logsumexp.c", "logsumexp_c", [ctypes.c_int64, ctypes.c_void_p], flags,
@@ -456,6 +460,7 @@ def logsumexp(n: int, tools: Tools):
         return lambda: np.array([_numba_logsumexp(x)], np.float32)
 
     c.add("intentc", intent)
+    c.add("intentc (region fold)", intent_region_fold)
     c.add(FAST_C_LABEL, c_omp(("-ffast-math",)))
     c.add(EXACT_C_LABEL, c_omp(()))
     c.add("NumPy", lambda: numpy_plain)

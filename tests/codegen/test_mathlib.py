@@ -363,3 +363,27 @@ def test_every_op_vectorises_for_x86_64_and_aarch64(tmp_path):
         assert all(name.startswith(("intent_", "llvm.")) for name in calls), (target, calls)
         for kind in ("float", "double"):
             assert re.search(rf"fmul <\d+ x {kind}>", text), (target, kind)
+
+
+# ---------------------------------------------------------------------------------------
+# the benchmark kernels that use exp and log
+# ---------------------------------------------------------------------------------------
+def test_softmax_benchmark_kernels(differential):
+    source = (REPO / "benchmarks" / "kernels" / "softmax.intent").read_text()
+    rng = np.random.default_rng(0)
+    for shape in ((1, 1), (3, 5), (17, 64), (4, 1000)):
+        x = (rng.standard_normal(shape) * 4).astype(np.float32)
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        for kernel in ("softmax", "softmax_recompute"):
+            run = differential(source, kernel, x, np.zeros_like(x))
+            np.testing.assert_allclose(run.args[1], e / e.sum(axis=1, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+def test_logsumexp_benchmark_kernel(differential):
+    source = (REPO / "benchmarks" / "kernels" / "logsumexp.intent").read_text()
+    rng = np.random.default_rng(1)
+    for n in (1, 7, 5000, 70_000):
+        x = (rng.standard_normal(n) * 4).astype(np.float32)
+        run = differential(source, "logsumexp", x, np.zeros(1, np.float32))
+        m = x.astype(np.float64).max()
+        np.testing.assert_allclose(run.args[1][0], m + np.log(np.exp(x - m).sum()), rtol=2e-6)
