@@ -198,6 +198,9 @@ class Kernel:
                 raise KernelError(-3, f"{self.name}: parameter '{owner['name']}' has {ndim} dimension"
                                       f"{'' if ndim == 1 else 's'} but the kernel expects {rank}")
             shape = tuple(e if isinstance(e, int) else evaluate_extent(e, extents) for e in p["extents"])
+            for e, value in zip(p["extents"], shape):
+                if value < 0:  # e.g. R - 1 with R = 0: no tensor has that shape
+                    raise KernelError(-4, f"{self.name}: the result extent {e} is {value}, which is negative")
             outs[p["name"]] = np.empty(shape, dtype=_numpy_dtype(p["dtype"]))
         return outs
 
@@ -301,30 +304,47 @@ def load(path: str | os.PathLike) -> Module:
 
 
 class _PackedF4:
-    """An f4e2m1 array as the ABI takes it: a contiguous copy packed two codes per byte
-    (element 2j in the low nibble of byte j), with row-major strides in elements."""
+    """An f4e2m1 array as the ABI takes it: its codes packed two per byte (element offset e
+    in the low nibble of byte e >> 1 when e is even), with the array's own strides in
+    elements, so the runtime sees (and checks) the same layout as for any other dtype."""
 
     def __init__(self, array, name: str, keep: list):
-        from intentc.kir.mx import pack_f4
+        import numpy as np
+
+        from intentc.kir.mx import codes
 
         self.array, self.name = array, name
-        self.packed = pack_f4(array)
+        itemsize = array.dtype.itemsize
+        steps = [s // itemsize for s in array.strides]
+        low = sum(min(0, s * (n - 1)) for s, n in zip(steps, array.shape)) if array.size else 0
+        high = sum(max(0, s * (n - 1)) for s, n in zip(steps, array.shape)) if array.size else 0
+        self.base = -low + (-low & 1)  # element 0 at an even offset: the data pointer is a byte
+        self.packed = np.zeros((self.base + high) // 2 + 1, np.uint8)
+        self.offsets = self._offsets(steps) if array.size else None
+        if array.size:
+            np.bitwise_or.at(self.packed, self.offsets >> 1, (codes(array).reshape(-1) & 0xF)
+                             << ((self.offsets & 1) * 4).astype(np.uint8))
         ndim = array.ndim
-        strides, step = [], 1
-        for extent in reversed(array.shape):
-            strides.insert(0, step)
-            step *= extent
-        self.extents = (ctypes.c_int64 * (2 * max(1, ndim)))(*array.shape, *strides)
+        self.extents = (ctypes.c_int64 * (2 * max(1, ndim)))(*array.shape, *steps)
         base = ctypes.addressof(self.extents)
         i64 = ctypes.POINTER(ctypes.c_int64)
-        data = self.packed.ctypes.data if array.size else None
+        data = self.packed.ctypes.data + self.base // 2 if array.size else None
         self.descriptor = IntentTensor(data, _Device(1, 0), ndim, _DType(17, 4, 1), ctypes.cast(base, i64),
                                        ctypes.cast(base + 8 * max(1, ndim), i64), 0)
         keep.append(self)
 
+    def _offsets(self, steps):
+        """The element offset of every element (row-major order) from the start of ``packed``."""
+        import numpy as np
+
+        offsets = np.full(1, self.base, np.int64)
+        for extent, step in zip(self.array.shape, steps):
+            offsets = (offsets[:, None] + np.arange(extent, dtype=np.int64)[None, :] * step).reshape(-1)
+        return offsets
+
     def write_back(self) -> None:
-        from intentc.kir.mx import unpack_f4
+        import numpy as np
 
         if self.array.size:
-            codes = unpack_f4(self.packed, self.array.size).reshape(self.array.shape)
-            self.array[...] = codes.view(self.array.dtype)
+            codes = ((self.packed[self.offsets >> 1] >> ((self.offsets & 1) * 4).astype(np.uint8)) & 0xF)
+            self.array[...] = codes.astype(np.uint8).reshape(self.array.shape).view(self.array.dtype)

@@ -23,6 +23,9 @@ import json
 import re
 from pathlib import Path
 
+from intentc.kir.extents import evaluate as evaluate_extent
+from intentc.loader import _PackedF4
+
 STATUS_NAMES = {0: "INTENT_OK", -1: "INTENT_E_NULL", -2: "INTENT_E_DTYPE", -3: "INTENT_E_RANK",
                 -4: "INTENT_E_SHAPE", -5: "INTENT_E_STRIDE", -6: "INTENT_E_BOUNDS", -7: "INTENT_E_DOMAIN",
                 -8: "INTENT_E_ALLOC", -9: "INTENT_E_DEVICE", -10: "INTENT_E_INTERNAL"}
@@ -294,9 +297,20 @@ class Kernel:
             if k < len(provided):
                 values[p["name"]] = _check_tensor(np.asarray(provided[k]), p, self.name)
             else:
-                shape = tuple(e if isinstance(e, int) else extents[e] for e in p["extents"])
-                values[p["name"]] = np.empty(shape, dtype=NUMPY_NAMES[p["dtype"]])
+                shape = tuple(e if isinstance(e, int) else evaluate_extent(e, extents) for e in p["extents"])
+                values[p["name"]] = np.empty(shape, dtype=_numpy_dtype(p["dtype"]))
         return Call(self, values)
+
+
+def _numpy_dtype(name: str):
+    """The NumPy dtype of an Intent dtype; MX types are ml_dtypes arrays, one code per byte."""
+    import numpy as np
+
+    if name in ("f8e4m3", "f8e5m2", "f6e2m3", "f6e3m2", "f4e2m1", "e8m0"):
+        from intentc.kir.mx import numpy_dtype
+
+        return numpy_dtype(name)
+    return np.dtype(NUMPY_NAMES[name])
 
 
 def _check_tensor(array, p: dict, kernel: str):
@@ -305,7 +319,7 @@ def _check_tensor(array, p: dict, kernel: str):
     if array.ndim != p["rank"]:
         raise KernelError(-3, f"{kernel}: parameter '{p['name']}' has {array.ndim} dimensions but the kernel "
                               f"expects {p['rank']}")
-    if array.dtype != np.dtype(NUMPY_NAMES[p["dtype"]]):
+    if array.dtype != _numpy_dtype(p["dtype"]):
         raise KernelError(-2, f"{kernel}: parameter '{p['name']}' has dtype {array.dtype} but the kernel "
                               f"expects {p['dtype']}")
     if any(s % array.itemsize for s in array.strides):
@@ -338,10 +352,18 @@ class Call:
         backend = kernel.module.backend
         self.buffers = []
         self.device = {}  # tensor name -> (device data pointer, span low, span high)
+        self.packed = {}  # f4e2m1 tensor name -> its packed host copy (intentc.loader._PackedF4)
         for p in kernel.spec["params"]:
             if p["kind"] != "tensor":
                 continue
             array = values[p["name"]]
+            if p["dtype"] == "f4e2m1" and array.size:  # packed two per byte on the device (kir/mx.py)
+                self.packed[p["name"]] = packed = _PackedF4(array, p["name"], [])
+                base = backend.alloc(packed.packed.nbytes)
+                self.buffers.append(base)
+                backend.upload(base, packed.packed.ctypes.data, packed.packed.nbytes)
+                self.device[p["name"]] = (base + packed.base // 2, 0, 0)
+                continue
             lo, hi = _span(array)
             if hi == lo:
                 self.device[p["name"]] = (0, 0, 0)
@@ -409,6 +431,12 @@ class Call:
                              check["message"])
             raise KernelError(code, message)
         for p in self.kernel.spec["params"]:
+            if p["kind"] == "tensor" and (p.get("mutable") or p.get("result")) and p["name"] in self.packed:
+                packed = self.packed[p["name"]]
+                backend.download(packed.packed.ctypes.data, self.device[p["name"]][0] - packed.base // 2,
+                                 packed.packed.nbytes)
+                packed.write_back()
+                continue
             if p["kind"] == "tensor" and (p.get("mutable") or p.get("result")):
                 data, lo, hi = self.device[p["name"]]
                 if hi > lo:

@@ -8,17 +8,20 @@ scaled_contract
     are the f32 products ``x[m, g, c] = a[m, g, c] * 2^sa[m, g]`` and
     ``y[g, c, n] = b[g, c, n] * 2^sb[n, g]`` (exact unless they leave the f32 range).
     ``out[m, n]`` starts at 0 and adds ``x[m, k] * y[k, n]`` for ``k = g * C + c`` in
-    increasing order, rounding each product and each sum to f32. A product of two MX
-    values has at most 8 significant bits, so it is exact in f32 and the compiled code's
-    fused multiply-adds give the same bits, except where a product falls below the f32
-    normal range. A NaN scale makes its block's contributions NaN (0 * NaN included).
+    increasing order with a fused multiply-add: the exact product plus the running sum,
+    rounded once to f32. (Each of ``x``, ``y`` has at most 4 significant bits, so the
+    product is exact in f64 and the f64 sum rounds to the same f32 as a true fused
+    multiply-add; within the f32 range the product is exact in f32 too, so fusing only
+    matters where a product overflows or falls below the normal range.) A NaN scale makes
+    its block's contributions NaN (0 * NaN included).
 
 sparse_contract
     The metadata is checked first, in the order of ``ops_scaled.CHECKS``, and the first
     violation (in row-major order) fails the call with that message: nothing is written.
     Then each result element sums, in the acc dtype starting from 0, the products of the
     stored values of its row (converted to acc) with the matching rows of ``b`` (converted
-    to acc): for 2:4 in increasing column order, for CSR in storage order. Structural
+    to acc): for 2:4 in increasing column order, for CSR in storage order, rounding each
+    product and each sum (no fusing: the compiled code has the same bits). Structural
     zeros contribute nothing (a 0 * inf they would have made is not there).
 """
 from __future__ import annotations
@@ -50,8 +53,9 @@ def _op_scaled_contract(it, op: Op, env: dict):
         x = x.reshape(m, g * c).astype(np.float32)
         y = y.reshape(g * c, n).astype(np.float32)
         total = np.zeros((m, n), np.float32)
-        for k in range(g * c):
-            total = np.add(total, np.multiply(x[:, k, None], y[None, k, :], dtype=np.float32), dtype=np.float32)
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        for k in range(g * c):  # fused: the exact product plus the sum, rounded once to f32
+            total = (total.astype(np.float64) + x64[:, k, None] * y64[None, k, :]).astype(np.float32)
     env[id(op.result)] = total
 
 

@@ -19,10 +19,9 @@ themselves — there is no dequantised copy of ``a`` or ``b``:
    is left (and tiles on strides that are not unit along N) computes each element alone
    with both codes looked up in the table: the same operations in the same order.
 
-Each result element is accumulated by one task, in ``k = g * C + c`` order, from exact
-products (two MX values scaled by powers of two), so the result has the interpreter's
-bits (save for products below the f32 normal range) and is the same for every thread
-count. Inside ``I.parallel`` (or when an operand cannot be tiled) each result element is
+Each result element is accumulated by one task, in ``k = g * C + c`` order, with one
+fused multiply-add per product (the interpreter's definition), so the result has the
+interpreter's bits and is the same for every thread count. Inside ``I.parallel`` (or when an operand cannot be tiled) each result element is
 one ``fold`` over ``(g, c)``.
 """
 from __future__ import annotations
@@ -138,6 +137,12 @@ class ScaledExpansion:
 
 
 # ---- physical: the register-tiled nest of scaled_tiles ---------------------------------------------------
+def mul_add(dtype, a: P.Expr, b: P.Expr, c: P.Expr) -> P.Expr:
+    """``a * b + c`` as one multiply and one add, each rounded (the sparse contractions: the
+    interpreter's arithmetic, so results match it bit for bit on every target)."""
+    return P.Binary(dtype, "add", P.Binary(dtype, "mul", a, b), c)
+
+
 class _Builder:
     """Small helpers for writing physical statements."""
 

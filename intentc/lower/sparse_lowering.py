@@ -10,9 +10,10 @@ multiplied, so the work is proportional to the stored entries, not to M * K * N.
    - 2:4: the stored values and their columns (``4q + position``, decoded from the
      metadata) are packed in panels of ``MR`` rows ``[M/MR][K/2][MR]``; a ``sparse24_tiles``
      op computes each ``MR x NR`` tile of the result in registers: for every stored value
-     of each row, one vector fused multiply-add per vector of the panel row it selects.
+     of each row, one vector multiply and add per vector of the panel row it selects.
    - CSR: a ``csr_tiles`` op walks each row's stored values in storage order, one vector
-     fused multiply-add per vector of the selected panel row.
+     multiply and add per vector of the selected panel row.
+   Products and sums are rounded one by one (``mul_add``), as the interpreter does.
    Tiles on the edges compute each element alone with the same operations in the same
    order, so every element is accumulated in the interpreter's order by one task: the
    result does not depend on the thread count.
@@ -25,7 +26,7 @@ from intentc.kir.core import Block, Op, Value
 from intentc.kir.ops_scaled import CHECKS
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.lower import program as P
-from intentc.lower.scaled_lowering import _Builder
+from intentc.lower.scaled_lowering import _Builder, mul_add
 
 I32 = DTYPES["i32"]
 U8 = DTYPES["u8"]
@@ -362,7 +363,7 @@ def _two_four_tiles(low, op: Op) -> list[P.Stmt]:
         base = h.let(f"brow{r}", row_of_b(r), micro)
         for v in range(vectors):
             bv = P.Load(vt, BP, h.add(base, h.c(v * lanes)))
-            micro.append(P.Assign(accs[r][v], P.MulAdd(vt, P.read(av), bv, P.read(accs[r][v]))))
+            micro.append(P.Assign(accs[r][v], mul_add(vt, P.read(av), bv, P.read(accs[r][v]))))
     tile_stmts.append(P.Loop(t, half, tuple(micro)))
     for r in range(mr):
         for v in range(vectors):
@@ -371,7 +372,7 @@ def _two_four_tiles(low, op: Op) -> list[P.Stmt]:
     er, ec = h.var("er"), h.var("ec")
     row, col = h.add(i, P.read(er)), h.add(j, P.read(ec))
     total = h.var("sum", acc)
-    step = P.Assign(total, P.MulAdd(acc, P.Load(acc, VALS, at(P.read(er))),
+    step = P.Assign(total, mul_add(acc, P.Load(acc, VALS, at(P.read(er))),
                                     P.Load(acc, BP, h.add(row_of_b(P.read(er)), P.read(ec))), P.read(total)))
     element = (P.Assign(total, P.Const(acc, 0.0)), P.Loop(t, half, (step,)),
                P.Store(OUT, h.add(h.mul(row, s_om), h.mul(col, s_on)), P.read(total)))
@@ -428,7 +429,7 @@ def _csr_tiles(low, op: Op) -> list[P.Stmt]:
     micro.append(P.Assign(av, P.Splat(vt, value_at(q))))
     base = h.let("brow", row_of_b(panel_k, q), micro)
     for v in range(vectors):
-        micro.append(P.Assign(accs[v], P.MulAdd(vt, P.read(av), P.Load(vt, BP, h.add(base, h.c(v * lanes))),
+        micro.append(P.Assign(accs[v], mul_add(vt, P.read(av), P.Load(vt, BP, h.add(base, h.c(v * lanes))),
                                                 P.read(accs[v]))))
     vec.append(P.Loop(p, h.ix("sub", end, start), tuple(micro)))
     for v in range(vectors):
@@ -436,7 +437,7 @@ def _csr_tiles(low, op: Op) -> list[P.Stmt]:
     ec = h.var("ec")
     col = h.add(j, P.read(ec))
     total = h.var("sum", acc)
-    step = P.Assign(total, P.MulAdd(acc, value_at(q), P.Load(acc, BP, h.add(row_of_b(panel_k, q), P.read(ec))),
+    step = P.Assign(total, mul_add(acc, value_at(q), P.Load(acc, BP, h.add(row_of_b(panel_k, q), P.read(ec))),
                                     P.read(total)))
     element = (P.Assign(total, P.Const(acc, 0.0)), P.Loop(p, h.ix("sub", end, start), (step,)),
                P.Store(OUT, h.add(h.mul(row, s_om), h.mul(col, s_on)), P.read(total)))
