@@ -149,7 +149,7 @@ def _horner(A, z, coeffs):
 
 def _exp(A, x, compensated: bool | None = None):
     """``compensated`` (the default for f64, and inside tanh) keeps the rounding errors of
-    ``r`` and of ``1 + r`` (6 more operations): f32 exp is within 0.97 ulp without them,
+    ``r`` and of ``1 + r`` (6 more operations): f32 exp is within 0.98 ulp without them,
     0.78 with them."""
     F = A.fmt
     if compensated is None:

@@ -31,7 +31,7 @@ REFERENCE = {"exp": np.exp, "log": np.log, "tanh": np.tanh}
 # The documented bounds (docs/language.md, "Math functions"), in units in the last place
 # of the correctly rounded result; what the tests measured is in the comments.
 BOUND = {
-    ("exp", "f32"): 1.0,  # 0.779 over all f32 inputs
+    ("exp", "f32"): 1.0,  # 0.976 over all f32 inputs (0.779 with the compensation f64 uses)
     ("log", "f32"): 1.0,  # 0.906
     ("tanh", "f32"): 2.0,  # 1.165
     ("exp", "f64"): 1.0,  # 0.794 over 10^7 random inputs
