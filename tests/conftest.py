@@ -44,7 +44,11 @@ TRANSCENDENTAL = {"pow"}
 
 
 class Relative(dict):
-    """A tolerance relative to the largest finite magnitude compared, per float dtype."""
+    """A tolerance per float dtype, relative to the larger of the largest finite magnitude
+    compared and ``floor`` (the Euclidean norm of the float inputs: regrouping a sum
+    changes it by a multiple of the terms, not of the result)."""
+
+    floor: float = 0.0
 
 
 # Structured operations whose float arithmetic the compiled code may regroup (T1-T7, R3):
@@ -145,8 +149,9 @@ def assert_same_array(compiled, interpreted, what: str, ulps: int | dict = 0) ->
     """Equal dtype, shape and elements; floats bit for bit, or within ``ulps`` (an int, or
     a bound per float dtype name like ``FLOAT_ULPS``)."""
     compiled, interpreted = np.asarray(compiled), np.asarray(interpreted)
-    relative = None
+    relative, ulps_floor = None, 0.0
     if isinstance(ulps, Relative):
+        ulps_floor = ulps.floor
         relative, ulps = ulps.get({2: "f16", 4: "f32", 8: "f64"}.get(compiled.dtype.itemsize), 0), 0
     elif isinstance(ulps, dict):
         ulps = ulps.get({2: "f16", 4: "f32", 8: "f64"}.get(compiled.dtype.itemsize), 0)
@@ -163,7 +168,7 @@ def assert_same_array(compiled, interpreted, what: str, ulps: int | dict = 0) ->
     if relative is not None:
         c64, i64 = compiled.astype(np.float64), interpreted.astype(np.float64)
         finite = np.isfinite(c64) & np.isfinite(i64)
-        scale = max([1e-300] + [float(np.abs(x[finite]).max()) for x in (c64, i64) if finite.any()])
+        scale = max([1e-300, ulps_floor] + [float(np.abs(x[finite]).max()) for x in (c64, i64) if finite.any()])
         with np.errstate(invalid="ignore"):
             close = np.abs(c64 - i64) <= relative * scale
         same = (nan_c & nan_i) | np.where(finite, close, c64 == i64)
@@ -178,6 +183,21 @@ def assert_same_array(compiled, interpreted, what: str, ulps: int | dict = 0) ->
         bound = f"within {relative} of the largest magnitude" if relative is not None else \
             "bit for bit" if ulps == 0 else f"within {ulps} ULP"
         raise AssertionError(f"{what}: compiled and interpreted differ ({bound}) at {detail}")
+
+
+def _input_norm(copies) -> float:
+    """The Euclidean norm of every finite float element of the arguments."""
+    total = 0.0
+    for c in copies:
+        value = c.value
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.size:
+            x = value.astype(np.float64)
+            x = x[np.isfinite(x)]
+            with np.errstate(over="ignore"):
+                total += float(np.sum(x * x))
+        elif isinstance(value, float) and np.isfinite(value):
+            total += value * value
+    return float(np.sqrt(total)) if np.isfinite(total) else 0.0
 
 
 def _results(value) -> list:
@@ -281,6 +301,9 @@ class Differential:
                             _values(c_out), c_error, None, [a.value for a in i_args])
 
         bound = self.float_ulps(source, kernel) if ulps is None else ulps
+        if isinstance(bound, Relative):
+            bound = Relative(bound)
+            bound.floor = _input_norm(p_args + list(p_kwargs.values()))
         c_list, i_list = _results(c_result), _results(i_result)
         assert len(c_list) == len(i_list), f"{label}: {len(c_list)} results compiled, {len(i_list)} interpreted"
         for k, (c, i) in enumerate(zip(c_list, i_list)):

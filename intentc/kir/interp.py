@@ -512,6 +512,7 @@ class Interpreter:
         self.rng = random.Random(seed)
         self.kernel_name = ""
         self.names: dict[int, str] = {}
+        self.written: list[np.ndarray] = []  # the arrays of the kernel's mut parameters
 
     # -- the calling convention of a loaded kernel ----------------------------------------
     def call(self, kernel: str, *args, out=None, **kwargs):
@@ -627,7 +628,7 @@ def _op_broadcast(it: Interpreter, op: Op, env: dict):
     expanded = [1] * len(shape)
     for k, axis in enumerate(op.attrs["map"]):
         expanded[axis] = source.shape[k]
-    env[id(op.result)] = np.broadcast_to(source.reshape(expanded), shape)
+    env[id(op.result)] = _snapshot(it, np.broadcast_to(source.reshape(expanded), shape))
 
 
 def _op_bcast_extent(it: Interpreter, op: Op, env: dict):
@@ -673,9 +674,18 @@ def _op_indices(it: Interpreter, op: Op, env: dict):
     env[id(op.result)] = np.array([d.point(k) for k in range(d.length)], dtype=np.int64)
 
 
+def _snapshot(it: Interpreter, array: np.ndarray) -> np.ndarray:
+    """A relation of a tensor the kernel writes, as a value: a copy, so that it keeps what
+    it saw here (program order); relations of read-only tensors stay NumPy views."""
+    if any(np.may_share_memory(array, written) for written in it.written):
+        return array.copy()
+    return array
+
+
 def _op_view(it: Interpreter, op: Op, env: dict):
     """``x[r, a:b]``: a "fix" axis takes one index and is dropped, a "range" axis keeps
-    ``[begin, end)`` counted from 0. The view aliases ``x`` (sema checked the bounds)."""
+    ``[begin, end)`` counted from 0 (sema checked the bounds). Like every tensor value it
+    is what ``x`` held here: later writes to ``x`` do not show through it."""
     source = env[id(op.operands[0])]
     values = iter(env[id(v)] for v in op.operands[1:])
     key = []
@@ -685,18 +695,18 @@ def _op_view(it: Interpreter, op: Op, env: dict):
         else:
             begin, end = next(values), next(values)
             key.append(slice(begin, end))
-    env[id(op.result)] = source[tuple(key)]
+    env[id(op.result)] = _snapshot(it, source[tuple(key)])
 
 
 def _op_reshape(it: Interpreter, op: Op, env: dict):
     """The same elements in logical row-major order with new extents (S4)."""
     source = env[id(op.operands[0])]
-    env[id(op.result)] = np.reshape(source, tuple(env[id(v)] for v in op.operands[1:]))
+    env[id(op.result)] = _snapshot(it, np.reshape(source, tuple(env[id(v)] for v in op.operands[1:])))
 
 
 def _op_permute(it: Interpreter, op: Op, env: dict):
     """Result axis k is source axis ``perm[k]`` (S5)."""
-    env[id(op.result)] = np.transpose(env[id(op.operands[0])], op.attrs["perm"])
+    env[id(op.result)] = _snapshot(it, np.transpose(env[id(op.operands[0])], op.attrs["perm"]))
 
 
 def _op_join(it: Interpreter, op: Op, env: dict):
@@ -970,6 +980,7 @@ class _KernelCall:
         it = self.it
         it.kernel_name = name
         it.names = {id(v): p.name for v, p in zip(self.func.args, self.func.params)}
+        it.written = [bound[p.name] for p in self.inputs if p.mutable]
         results = it.run_function(self.func, [bound[p.name] for p in self.inputs])
         for p, value in zip(self.results, results):
             bound[p.name][...] = value
@@ -1003,6 +1014,9 @@ class _KernelCall:
                     owner = next(q for q in self.inputs if missing[0] in q.extents)
                     self._check_tensor(owner, arrays[owner.name])
                 shape.append(evaluate_extent(e, extents))
+                if shape[-1] < 0:  # e.g. R - 1 with R = 0: no tensor has that shape
+                    raise _kernel_error(E_SHAPE, f"{self.name}: the result extent {e} is {shape[-1]}, which is "
+                                                 f"negative")
             outs[p.name] = np.empty(tuple(shape), dtype=numpy_dtype(p.dtype))
         return outs
 

@@ -271,3 +271,14 @@ def test_reduction_of_every_axis_with_keepdims(differential):
     np.testing.assert_array_equal(differential(KEEPDIMS_ALL_AXES, "k", x[:0]).result, [-32768])
     y = np.arange(12, dtype=np.int32).reshape(3, 4)
     np.testing.assert_array_equal(differential(KEEPDIMS_ALL_AXES, "k2", y).result, [[66]])
+
+
+def test_negative_result_extent_is_a_shape_refusal(differential):
+    """A result extent written as an expression (`R - 1`) can be negative for some calls;
+    the loader then failed inside NumPy (ValueError: negative dimensions). Both sides now
+    refuse with INTENT_E_SHAPE before anything runs."""
+    source = ("import intent as I\n\n@intent.kernel\ndef k(x: f32[R]) -> f32[R - 1]:\n"
+              "    return x[1:R] - x[0:R - 1]\n")
+    np.testing.assert_array_equal(differential(source, "k", np.array([1, 4, 9], np.float32)).result, [3, 5])
+    run = differential(source, "k", np.zeros(0, np.float32))
+    assert run.error is not None and run.error.code == -4
