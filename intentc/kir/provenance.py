@@ -146,7 +146,14 @@ class Provenance:
         cached = self._affine.get(id(value))
         if cached is not None:
             return cached
-        result = self._build(value)
+        building = self.__dict__.setdefault("_building", set())
+        if id(value) in building:  # an equality that refers to itself (M == M - 0): its class is an atom
+            return Affine.atom(self.find(id(value)))
+        building.add(id(value))
+        try:
+            result = self._build(value)
+        finally:
+            building.discard(id(value))
         self._affine[id(value)] = result
         return result
 

@@ -282,3 +282,30 @@ def test_negative_result_extent_is_a_shape_refusal(differential):
     np.testing.assert_array_equal(differential(source, "k", np.array([1, 4, 9], np.float32)).result, [3, 5])
     run = differential(source, "k", np.zeros(0, np.float32))
     assert run.error is not None and run.error.code == -4
+
+
+SELF_EQUAL_EXTENT = """\
+import intent as I
+
+@intent.kernel
+def k(x: u32[M, N], x0: u16[M, 1], o: mut f16[M, N]) -> u16[M, 1]:
+    t2 = x.reshape([-1])
+    snapshot = I.cumprod(x0[:, :], axis=1)
+    for i in I.parallel(x.axis(0)):
+        for j in I.parallel(I.domain(0, I.minimum(i + 1, N))):
+            o[i, j] = I.cast(t2[((i * N) + j)], f16)
+    return snapshot
+"""
+
+
+def test_extent_equal_to_an_expression_of_itself(differential):
+    """The bounds analysis learnt M == M - 0 (the view's extent) and then built the affine
+    form of M from M - 0 and of M - 0 from M, forever: the build failed with "the program
+    nests too deeply". Found by the program generator; fixed in kir/provenance (a class
+    that refers to itself is an atom)."""
+    x = np.arange(12, dtype=np.uint32).reshape(3, 4)
+    x0 = np.array([[2], [3], [5]], np.uint16)
+    o = np.zeros((3, 4), np.float16)
+    run = differential(SELF_EQUAL_EXTENT, "k", x, x0, o)
+    np.testing.assert_array_equal(run.result, x0)
+    np.testing.assert_array_equal(run.args[2], np.tril(x).astype(np.float16))

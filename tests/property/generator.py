@@ -768,7 +768,10 @@ class TensorScope:
     def tensor_leaf(self, gen: _Gen, dt: str):
         have = [(n, e) for n, (t, e) in self.tensors.items() if t == dt]
         if have and (not self.allow_new or len(self.tensors) >= 5 or gen.maybe(60)):
-            return gen.pick(have)
+            name, extents = gen.pick(have)
+            if gen.maybe(15):  # a whole view: a relation, not a copy (a snapshot if the kernel writes it)
+                return f"{name}[{', '.join(':' for _ in extents)}]", extents
+            return name, extents
         if not self.allow_new:
             return None
         name = f"x{len(self.tensors)}"
