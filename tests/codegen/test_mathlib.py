@@ -5,8 +5,9 @@
   million random and edge inputs; against float64 NumPy (f16, f32) or NumPy's long double
   (f64, skipped where long double is no wider than double);
 - special values (zeros, infinities, NaN, overflow and underflow thresholds, subnormals);
-- the same bits compiled (CPU), interpreted (the NumPy port) and from the PTX target's IR
-  (run on the CPU by tests/gpu/cpu_emulation.py);
+- the same bits compiled (x86-64; AArch64 under qemu-aarch64, through mathlib_driver.c),
+  interpreted (the NumPy port) and from the PTX target's IR (run on the CPU by
+  tests/gpu/cpu_emulation.py);
 - the IR is branch-free and call-free, and a loop calling it vectorises.
 """
 from __future__ import annotations
@@ -387,3 +388,34 @@ def test_logsumexp_benchmark_kernel(differential):
         run = differential(source, "logsumexp", x, np.zeros(1, np.float32))
         m = x.astype(np.float64).max()
         np.testing.assert_allclose(run.args[1][0], m + np.log(np.exp(x - m).sum()), rtol=2e-6)
+
+
+def test_aarch64_gives_the_same_bits(tmp_path):
+    """The AArch64 build (NEON vectors), run under qemu-aarch64 with tests/targets' tools:
+    exp, log and tanh give the interpreter's bits on f32 and f64 inputs."""
+    sys.path.insert(0, str(REPO / "tests" / "targets"))
+    try:
+        import target_tools as tools
+    finally:
+        sys.path.pop(0)
+    tools.require_qemu()
+    cc = tools.cross_cc()
+    source = tmp_path / "mathlib_kernels.intent"
+    source.write_text("import intent as I\n\n" + "".join(
+        f"@intent.kernel\ndef {op}_{dt}(x: {dt}[N], out: mut {dt}[N]):\n"
+        f"    for i in I.parallel(x.axis(0)):\n        out[i] = I.{op}(x[i])\n\n"
+        for op in OPS for dt in ("f32", "f64")))
+    tools.build(source, tmp_path / "mathlib_kernels.so", header=True)
+    exe = tmp_path / "mathlib_driver"
+    tools.run_cmd([*cc, "-O2", "-ffp-contract=off", "-I", tmp_path, "-I", tools.DRIVERS, "-include",
+                   "mathlib_kernels.h", REPO / "tests" / "codegen" / "mathlib_driver.c", tmp_path / "mathlib_kernels.so",
+                   f"-Wl,-rpath,{tmp_path}", "-lm", "-o", exe])
+    inputs = {"f32": random_inputs("f32", 30_000), "f64": random_inputs("f64", 30_000)}
+    for dt, x in inputs.items():
+        x.tofile(tmp_path / f"in_{dt}.bin")
+    tools.run_cmd([tools.QEMU, "-L", tools.SYSROOT, exe, tmp_path / "in_f32.bin", tmp_path / "in_f64.bin", tmp_path],
+                  env=dict(os.environ, INTENT_NUM_THREADS="2"))
+    for op in OPS:
+        for dt, x in inputs.items():
+            got = np.fromfile(tmp_path / f"{op}_{dt}.bin", NP[dt])
+            assert_same_bits(got, mathlib.evaluate(op, x), f"{op}_{dt} on AArch64")
