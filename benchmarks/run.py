@@ -102,13 +102,15 @@ class Tools:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         start = time.perf_counter()
+        built = _private(library)
         proc = subprocess.run([sys.executable, "-m", "intentc", "build", str(source.relative_to(REPO)),
-                               "-o", str(library)],
+                               "-o", str(built)],
                               cwd=REPO, env=env, capture_output=True, text=True)
         self.build_seconds[source.name] = time.perf_counter() - start
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
             raise Unavailable(f"intentc build failed: {lines[-1] if lines else proc.returncode}")
+        _publish(built, library)
         try:
             import intentc
             return intentc.load(str(library))
@@ -128,11 +130,27 @@ class Tools:
         self.build_dir.mkdir(parents=True, exist_ok=True)
         suffix = "".join("_" + flag.lstrip("-").replace("-", "_") for flag in flags)
         library = self.build_dir / f"{source.stem}_c{suffix}.so"
-        proc = subprocess.run(["gcc", *C_FLAGS, *flags, str(source), "-o", str(library), "-lm"],
+        built = _private(library)
+        proc = subprocess.run(["gcc", *C_FLAGS, *flags, str(source), "-o", str(built), "-lm"],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise Unavailable(f"gcc failed: {proc.stderr.strip().splitlines()[-1:]}")
+        _publish(built, library)
         return ctypes.CDLL(str(library))
+
+
+def _private(library: Path) -> Path:
+    """A name of this process's own for building ``library``: another run of this script
+    that rebuilds it while this one has the old file loaded must not rewrite that file in
+    place (its code would change under the running process, which then crashes)."""
+    return library.with_name(f"{library.stem}.{os.getpid()}{library.suffix}")
+
+
+def _publish(built: Path, library: Path) -> None:
+    """Move a private build to its name atomically (a loaded old file keeps its inode)."""
+    for suffix in (library.suffix, ".h"):
+        if built.with_suffix(suffix).exists():
+            os.replace(built.with_suffix(suffix), library.with_suffix(suffix))
 
 
 class Contenders:
