@@ -721,7 +721,7 @@ class _Gen:
             if self.maybe(20):  # the point's own output element may be read back (no other point's)
                 body_scope.values[f"o[{index}]"] = out_dt
             ctx = {"point": ("o", out_dt, index)}
-            body += self.block(body_scope, 2, self.number(0, 4), ctx)
+            body += self.block(body_scope, 2, self.number(0, 3), ctx)
             body.append(self.write(body_scope, ctx))
         body_indent = "        " if len(header) == 2 else "    "
         lines += header + [body_indent + line for line in body]
