@@ -513,6 +513,7 @@ class Interpreter:
         self.kernel_name = ""
         self.names: dict[int, str] = {}
         self.written: list[np.ndarray] = []  # the arrays of the kernel's mut parameters
+        self.plans: dict[int, tuple] = {}  # per op (alive while this interpreter runs): what it needs
 
     # -- the calling convention of a loaded kernel ----------------------------------------
     def call(self, kernel: str, *args, out=None, **kwargs):
@@ -559,30 +560,44 @@ def _is_tensor(value: Value) -> bool:
 
 
 def _op_const(it: Interpreter, op: Op, env: dict):
-    dtype = op.result.type
-    value = op.attrs["value"]
-    if dtype.is_float:
-        value = numpy_dtype(dtype).type(float(value))
-    elif dtype.is_bool:
-        value = bool(value)
-    else:
-        value = wrap(int(value), dtype)
-    env[id(op.result)] = value
+    plan = it.plans.get(id(op))
+    if plan is None or plan[-1] is not op:
+        dtype = op.results[0].type
+        value = op.attrs["value"]
+        if dtype.is_float:
+            value = numpy_dtype(dtype).type(float(value))
+        elif dtype.is_bool:
+            value = bool(value)
+        else:
+            value = wrap(int(value), dtype)
+        plan = it.plans[id(op)] = (id(op.results[0]), value, op)
+    env[plan[0]] = plan[1]
+
+
+def _operand_plan(it: Interpreter, op: Op) -> tuple:
+    """(result id, operand ids, element dtype of the first operand, whether it is a tensor,
+    the op), worked out once per op and call."""
+    plan = it.plans.get(id(op))
+    if plan is None or plan[-1] is not op:
+        first = op.operands[0]
+        plan = it.plans[id(op)] = (id(op.results[0]), [id(v) for v in op.operands], element_dtype(first.type),
+                                   _is_tensor(first), op)
+    return plan
 
 
 def _op_binary(it: Interpreter, op: Op, env: dict):
-    a, b = op.operands
-    env[id(op.result)] = binary(op.name, element_dtype(a.type), env[id(a)], env[id(b)], _is_tensor(a))
+    result, (a, b), dtype, tensor, _ = _operand_plan(it, op)
+    env[result] = binary(op.name, dtype, env[a], env[b], tensor)
 
 
 def _op_unary(it: Interpreter, op: Op, env: dict):
-    a = op.operands[0]
-    env[id(op.result)] = unary(op.name, element_dtype(a.type), env[id(a)], _is_tensor(a))
+    result, (a,), dtype, tensor, _ = _operand_plan(it, op)
+    env[result] = unary(op.name, dtype, env[a], tensor)
 
 
 def _op_cmp(it: Interpreter, op: Op, env: dict):
-    a, b = op.operands
-    env[id(op.result)] = compare(op.attrs["pred"], element_dtype(a.type), env[id(a)], env[id(b)], _is_tensor(a))
+    result, (a, b), dtype, tensor, _ = _operand_plan(it, op)
+    env[result] = compare(op.attrs["pred"], dtype, env[a], env[b], tensor)
 
 
 def _op_select(it: Interpreter, op: Op, env: dict):
