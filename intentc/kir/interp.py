@@ -51,13 +51,17 @@ Control
     correct program cannot observe, P1); ``call`` interprets the helper.
 
 Checks (``KernelError`` with the status codes of the C ABI, docs/abi.md)
-    domain step <= 0 (-7, D1); element index outside ``[0, extent)`` (-6, D5);
-    ``assert_eq`` and ``bcast_extent`` (-4, S1/S3); argument checks in the order of the
-    loader and the runtime: read-only array for a written parameter (-5), rank (-3),
-    dtype (-2), zero stride on a written axis (-5), result extents (-4).
+    domain step <= 0 (-7, D1); element index outside ``[0, extent)`` of the tensor or
+    tensor value accessed, and a subregion outside its source (-6, D5); ``assert_eq``
+    and ``bcast_extent`` (-4, S1/S3); ``assert_true`` with its code; argument checks in
+    the order of the loader and the runtime: read-only array for a written parameter
+    (-5), rank (-3), dtype (-2), zero stride on a written axis (-5), a negative or
+    mismatched result extent (-4).
 
-Tensor expressions are evaluated eagerly at their definition, in program order: a
-tensor value is a snapshot of what it read when it was computed.
+Tensor values are evaluated eagerly where they are defined, in program order: a tensor
+value (a view, reshape or permutation of a tensor the kernel writes included) is a
+snapshot of what it read there. A parameter itself is a view of the caller's memory:
+its loads see the kernel's earlier writes.
 """
 from __future__ import annotations
 
