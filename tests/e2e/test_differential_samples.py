@@ -16,11 +16,7 @@ from intentc.kir.interp import load_module, numpy_dtype
 from intentc.kir.types import TensorType
 
 REPO = Path(__file__).resolve().parents[2]
-# The microscaled and sparse samples need valid packed codes and sparsity metadata that the
-# generic signature-driven inputs here cannot make; their dedicated differential tests
-# (e2e/test_scaled_contract.py, e2e/test_sparse_contract.py, e2e/test_mx_dtypes.py) build them.
-FORMAT_SAMPLES = {"mxfp4_matmul", "mxfp8_matmul", "sparse24_matmul", "csr_spmm"}
-SAMPLES = sorted(p for p in (REPO / "samples").glob("*.intent") if p.stem not in FORMAT_SAMPLES)
+SAMPLES = sorted(p for p in (REPO / "samples").glob("*.intent"))
 KERNELS = [(path, func.name) for path in SAMPLES for func in load_module(str(path)).kernels]
 
 SPECIAL_FLOATS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -3.5, 65504.0]
@@ -192,6 +188,44 @@ def _partner_sizes(func, sizes: dict) -> dict:
 
 
 # ---- kernels with returned tensors: out= buffers --------------------------------------
+def _valid_csr(sizes: dict, rng):
+    """csr_spmm: a valid CSR relation (offsets from 0, non-decreasing, columns in [0, K))."""
+    rows, k, n = sizes["R1"] - 1, sizes["K"], sizes["N"]
+    counts = rng.integers(0, 3, rows)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    nnz = int(offsets[-1])
+    columns = rng.integers(0, k, nnz).astype(np.int64)
+    return [offsets, columns, rng.uniform(-4, 4, nnz).astype(np.float32),
+            rng.uniform(-4, 4, (k, n)).astype(np.float32)]
+
+
+def _valid_sparse24(sizes: dict, rng):
+    """sparse24_matmul: two kept values per group of four, increasing positions (T5)."""
+    m, q, n = sizes["M"], sizes["Q"], sizes["N"]
+    pairs = [(i, j) for i in range(4) for j in range(i + 1, 4)]
+    meta = np.array([p[0] | p[1] << 2 for p in pairs], np.uint8)[rng.integers(0, len(pairs), (m, q))]
+    return [rng.uniform(-4, 4, (m, 2 * q)).astype(np.float32), meta,
+            rng.uniform(-4, 4, (4 * q, n)).astype(np.float32)]
+
+
+def _valid_mxfp8(sizes: dict, rng):
+    """mxfp8_matmul: K = 32·G (T4); codes any byte, scales near 1."""
+    m, g, n = sizes["M"], sizes["G"], sizes["N"]
+    f8, e8 = numpy_dtype(_dtype("f8e4m3")), numpy_dtype(_dtype("e8m0"))
+    codes = lambda shape: rng.integers(0, 256, shape, dtype=np.uint8).view(f8)
+    scales = lambda shape: rng.integers(120, 134, shape, dtype=np.uint8).view(e8)
+    return [codes((m, 32 * g)), scales((m, g)), codes((32 * g, n)), scales((n, g))]
+
+
+def _dtype(name: str):
+    from intentc.kir.types import DTYPES
+
+    return DTYPES[name]
+
+
+VALID_ARGUMENTS = {"csr_spmm": _valid_csr, "sparse24_matmul": _valid_sparse24, "mxfp8_matmul": _valid_mxfp8}
+
+
 RETURNING = [(p, k) for p, k in KERNELS if load_module(str(p)).function(k).result_types]
 
 
@@ -211,9 +245,14 @@ def test_out_buffers(differential, path, kernel):
         made = [first(shape, nd) if k == 0 else np.zeros(shape, nd) for k, (shape, nd) in enumerate(zip(shapes, dtypes))]
         return made[0] if len(made) == 1 else tuple(made)
 
+    def args():
+        """Random arguments, or for kernels that check their data (T4, T5, G2) valid ones."""
+        valid = VALID_ARGUMENTS.get(kernel)
+        return valid(sizes, rng) if valid else _args(func, sizes, rng)
+
     for layout in ("contiguous", "strided", "transposed"):
         out = outs(lambda shape, nd: _layout(np.full(shape, 7, nd), layout, rng))
-        run = differential(source, kernel, *_args(func, sizes, rng), out=out)
+        run = differential(source, kernel, *args(), out=out)
         assert run.error is None, run.error
         results = run.result if isinstance(run.result, tuple) else (run.result,)
         buffers = run.out if isinstance(run.out, list) else [run.out]
@@ -230,7 +269,7 @@ def test_out_buffers(differential, path, kernel):
         cases.append((lambda shape, nd: np.lib.stride_tricks.as_strided(
             np.zeros(1, nd), shape=shape, strides=(0,) * len(shape)), -5))
     for make, code in cases:
-        run = differential(source, kernel, *_args(func, sizes, rng), out=outs(make))
+        run = differential(source, kernel, *args(), out=outs(make))
         assert run.error is not None and run.error.code == code, (code, run.error)
 
 

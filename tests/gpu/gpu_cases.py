@@ -22,10 +22,7 @@ import checks  # noqa: E402,F401  samples/checks.py (used by the test files)
 import intentc  # noqa: E402
 from intentc import ptx_loader  # noqa: E402
 
-# Microscaled/sparse samples are checked on the PTX path by e2e/test_scaled_contract.py and
-# e2e/test_sparse_contract.py (their inputs need valid codes and metadata).
-SAMPLES = sorted(p.stem for p in (REPO / "samples").glob("*.intent")
-                 if p.stem not in {"mxfp4_matmul", "mxfp8_matmul", "sparse24_matmul", "csr_spmm"})
+SAMPLES = sorted(p.stem for p in (REPO / "samples").glob("*.intent"))
 
 # ---- kernels beyond the samples ---------------------------------------------------------------
 MAPPING_SOURCE = '''\
