@@ -128,9 +128,14 @@ def _op_buffer(it, op: Op, env: dict):
 
 
 # -- region operations -----------------------------------------------------------------------------
-def _run(it, region, args):
-    env = {id(a): v for a, v in zip(region.args, args)}
-    return it.run_block(region, env)
+def _helper_runner(it, outer: dict):
+    """``run(region, args)``: a helper region evaluated on ``args``. Its captures are values
+    of the enclosing scope (``outer``), which it reads but never changes."""
+    def run(region, args):
+        env = dict(outer)
+        env.update((id(a), v) for a, v in zip(region.args, args))
+        return it.run_block(region, env)
+    return run
 
 
 def _callee(region) -> str:
@@ -173,23 +178,23 @@ def _segmentations(n: int, rng: random.Random, trials: int = 6):
     yield list(range(n + 1))  # every member on its own
 
 
-def _check_fold_laws(it, op: Op, comps, ids, n: int):
+def _check_fold_laws(it, op: Op, comps, ids, n: int, run):
     summarize, combine = op.regions[0], op.regions[1]
     names = f"summarize '{_callee(summarize)}', combine '{_callee(combine)}'"
-    whole = _run(it, summarize, _slices(comps, 0, n))
-    both_ids = _run(it, combine, list(ids) + list(ids))  # a segmentation may meet two empty segments
+    whole = run(summarize, _slices(comps, 0, n))
+    both_ids = run(combine, list(ids) + list(ids))  # a segmentation may meet two empty segments
     if not _same(both_ids, list(ids)):
         raise LawViolation(f"R2 identity law fails for {names}: combine(identity, identity) = {_show(both_ids)} "
                            f"but identity = {_show(ids)}")
-    for label, got in (("combine(identity, x)", _run(it, combine, list(ids) + whole)),
-                       ("combine(x, identity)", _run(it, combine, whole + list(ids)))):
+    for label, got in (("combine(identity, x)", run(combine, list(ids) + whole)),
+                       ("combine(x, identity)", run(combine, whole + list(ids)))):
         if not _same(got, whole):
             raise LawViolation(f"R2 identity law fails for {names}: {label} = {_show(got)} but x = {_show(whole)}")
     rng = random.Random(it.seed)
     for cuts in _segmentations(n, rng):
         for a, b, c in zip(cuts, cuts[1:], cuts[2:]):
-            joined = _run(it, summarize, _slices(comps, a, c))
-            parts = _run(it, combine, _run(it, summarize, _slices(comps, a, b)) + _run(it, summarize,
+            joined = run(summarize, _slices(comps, a, c))
+            parts = run(combine, run(summarize, _slices(comps, a, b)) + run(summarize,
                                                                                   _slices(comps, b, c)))
             if not _same(joined, parts):
                 raise LawViolation(
@@ -203,10 +208,11 @@ def _op_region_fold(it, op: Op, env: dict):
     comps = [env[id(v)] for v in op.operands[1:1 + n_comp]]
     ids = [env[id(v)] for v in op.operands[1 + n_comp:]]
     n = env[id(op.operands[0])].length
+    run = _helper_runner(it, env)
     if getattr(it, "sanitize", None) == "laws":
-        _check_fold_laws(it, op, comps, ids, n)
-    whole = _run(it, op.regions[0], _slices(comps, 0, n))
-    for result, value in zip(op.results, _run(it, op.regions[1], list(ids) + whole)):
+        _check_fold_laws(it, op, comps, ids, n, run)
+    whole = run(op.regions[0], _slices(comps, 0, n))
+    for result, value in zip(op.results, run(op.regions[1], list(ids) + whole)):
         env[id(result)] = value
 
 
@@ -217,35 +223,36 @@ def _op_region_scan(it, op: Op, env: dict):
     init = [env[id(v)] for v in op.operands[1 + n_comp + m:]]
     n = env[id(op.operands[0])].length
     summarize, combine, apply, emit = op.regions
+    run = _helper_runner(it, env)
     if getattr(it, "sanitize", None) == "laws":
-        _check_scan_laws(it, op, comps, ids, init, n)
-    outputs = _run(it, emit, _slices(comps, 0, n) + init)
-    final = _run(it, apply, _run(it, summarize, _slices(comps, 0, n)) + init)
+        _check_scan_laws(it, op, comps, ids, init, n, run)
+    outputs = run(emit, _slices(comps, 0, n) + init)
+    final = run(apply, run(summarize, _slices(comps, 0, n)) + init)
     for result, value in zip(op.results, [np.array(o) for o in outputs] + list(final)):
         env[id(result)] = value
 
 
-def _check_scan_laws(it, op: Op, comps, ids, init, n: int):
-    whole = _check_fold_laws(it, op, comps, ids, n)
+def _check_scan_laws(it, op: Op, comps, ids, init, n: int, run):
+    whole = _check_fold_laws(it, op, comps, ids, n, run)
     summarize, combine, apply, emit = op.regions
     names = f"apply '{_callee(apply)}', emit '{_callee(emit)}'"
-    got = _run(it, apply, list(ids) + init)
+    got = run(apply, list(ids) + init)
     if not _same(got, init):
         raise LawViolation(f"R6 identity action fails for {names}: apply(identity, s) = {_show(got)} "
                            f"but s = {_show(init)}")
     rng = random.Random(it.seed + 1)
     for cuts in _segmentations(n, rng):
         for a, b, c in zip(cuts, cuts[1:], cuts[2:]):
-            sa = _run(it, summarize, _slices(comps, a, b))
-            sb = _run(it, summarize, _slices(comps, b, c))
-            both = _run(it, apply, _run(it, combine, sa + sb) + init)
-            stepwise = _run(it, apply, sb + _run(it, apply, sa + init))
+            sa = run(summarize, _slices(comps, a, b))
+            sb = run(summarize, _slices(comps, b, c))
+            both = run(apply, run(combine, sa + sb) + init)
+            stepwise = run(apply, sb + run(apply, sa + init))
             if not _same(both, stepwise):
                 raise LawViolation(f"R6 action law fails for {names}: apply(combine(a, b), s) = {_show(both)} but "
                                    f"apply(b, apply(a, s)) = {_show(stepwise)} with a = [{a}, {b}), b = [{b}, {c})")
-            joined = _run(it, emit, _slices(comps, a, c) + init)
-            first = _run(it, emit, _slices(comps, a, b) + init)
-            second = _run(it, emit, _slices(comps, b, c) + _run(it, apply, sa + init))
+            joined = run(emit, _slices(comps, a, c) + init)
+            first = run(emit, _slices(comps, a, b) + init)
+            second = run(emit, _slices(comps, b, c) + run(apply, sa + init))
             concat = [np.concatenate([np.asarray(x), np.asarray(y)]) for x, y in zip(first, second)]
             if not _same(joined, concat):
                 raise LawViolation(f"R6 emit law fails for {names}: emit(A ++ B, s) = {_show(joined)} but "
