@@ -10,6 +10,7 @@ therefore every result, is the same for any ``INTENT_NUM_THREADS`` (P5).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from intentc.kir.types import INDEX
@@ -44,29 +45,37 @@ def _stmt(s: P.Stmt) -> P.Stmt:
     return s
 
 
-def _inner_points(body, assigned: set | None = None, defs: dict | None = None, loop_var=None) -> P.Expr:
+def _inner_points(body, assigned: set | None = None, defs: dict | None = None, loop_var=None,
+                  once: set | None = None, nested: bool = False) -> P.Expr:
     """The product of the counts of the point loops directly nested in a parallel body.
 
     The grain is computed before the loop runs, so a count that reads a variable the body
     assigns (a nested domain built inside the body) is not known there and is left out,
-    unless the body assigns that variable once, at its top level, from values known
-    outside without loading anything (an extent copied or offset, as a row view's
-    ``n = sub(C, 0)``): then its definition stands in for it."""
+    unless the body assigns that variable once, at the top level of the body or of a loop
+    nested in it, from values known outside without loading anything (an extent copied
+    or offset, as a row view's ``n = sub(C, 0)``, or the segment length of a region scan
+    inside an ordered loop): then its definition stands in for it. A loop inside another
+    loop counts at least 1 (an iteration of the outer loop is work even when the inner
+    loop is empty, as the interleaved part of a short region scan)."""
     if assigned is None:
-        targets = [s.var for s in P.walk_stmts(body) if isinstance(s, (P.Assign, P.Loop))]
+        targets = Counter(s.var for s in P.walk_stmts(body) if isinstance(s, (P.Assign, P.Loop)))
         assigned = set(targets) | {loop_var}
+        once = {v for v, n in targets.items() if n == 1}
         defs = {}
-        for s in body:
-            if isinstance(s, P.Assign) and targets.count(s.var) == 1:
-                value = _known_outside(s.value, assigned, defs)
-                if value is not None:
-                    defs[s.var] = value
+    defs = dict(defs)
+    for s in body:
+        if isinstance(s, P.Assign) and s.var in once:
+            value = _known_outside(s.value, assigned, defs)
+            if value is not None:
+                defs[s.var] = value
     for s in body:
         if isinstance(s, P.Loop):  # point loops, and per-point folds whose count is known outside
             count = _known_outside(s.count, assigned, defs)
             if count is None:
                 break
-            return P.Binary(INDEX, "mul", count, _inner_points(s.body, assigned, defs))
+            if nested:
+                count = P.Binary(INDEX, "max", P.Const(INDEX, 1), count)
+            return P.Binary(INDEX, "mul", count, _inner_points(s.body, assigned, defs, once=once, nested=True))
     return P.Const(INDEX, 1)
 
 
