@@ -766,6 +766,152 @@ def check_segmented_cumprod_with_resets(m) -> str:
     return t.summary()
 
 
+# ------------------------------------------------------------------- selective_scan
+
+# The float64 reference below also carries two bounds per state, both with the decay
+# p = exp(delta * a) of each step: the magnitude M_t = p M_(t-1) + |q| (>= |h_t|) and the
+# accumulated magnitude S_t = p S_(t-1) + M_t. Each f32 step (the product delta * a, exp
+# within 1 ulp, delta * b * x, p * h, the sum) adds an error of a few units u = 2^-24 of
+# M_t, and later steps scale that error by their decays, so the serial loop's error is
+# within K u S_t; composing a segment's maps first (R8) rounds the products of decays and
+# the composed offsets with the same per-step errors, so the segmented evaluation is
+# within the same bound. S_t / M_t grows with the memory 1 / (1 - p) of the recurrence:
+# a flat relative tolerance would be too tight for slow decays and too loose for fast ones.
+SSM_STATES = 16
+SSM_K = 8
+
+
+def _selective_scan64(x, delta, a, b, c, h0):
+    """y, the last state and their bounds K u (sum over s of |c| (S + M)) and K u (S + M),
+    serially in float64 (vectorised over the channels and states, one step at a time)."""
+    x64, dt64, a64 = x.astype(np.float64), delta.astype(np.float64), a.astype(np.float64)
+    b64, c64 = b.astype(np.float64), c.astype(np.float64)
+    d, t = x.shape
+    h = h0.astype(np.float64)
+    mag, acc = np.abs(h), np.zeros_like(h)
+    y, ybound = np.empty((d, t)), np.empty((d, t))
+    for k in range(t):
+        p = np.exp(dt64[:, k, None] * a64)
+        q = dt64[:, k, None] * b64[None, :, k] * x64[:, k, None]
+        h = p * h + q
+        mag = p * mag + np.abs(q)
+        acc = p * acc + mag
+        y[:, k] = (c64[None, :, k] * h).sum(axis=1)
+        ybound[:, k] = (np.abs(c64[None, :, k]) * (acc + mag)).sum(axis=1)
+    u = SSM_K * 2.0 ** -24
+    return y, h, u * ybound, u * (acc + mag)
+
+
+def _ssm_inputs(rng, d: int, t: int, kind: str):
+    """x, delta, a, b, c, h0 for one of the cases of check_selective_scan."""
+    x, b, c = _f32(rng, d, t, lo=-1, hi=1), _f32(rng, SSM_STATES, t, lo=-1, hi=1), _f32(rng, SSM_STATES, t, lo=-1, hi=1)
+    h0 = _f32(rng, d, SSM_STATES, lo=-1, hi=1)
+    if kind == "mamba":  # step sizes log-uniform in [1e-3, 1e-1], decay rates -1 .. -16 (Mamba's init)
+        delta = np.exp(rng.uniform(np.log(1e-3), np.log(1e-1), (d, t))).astype(np.float32)
+        a = -rng.uniform(1, 16, (d, SSM_STATES)).astype(np.float32)
+    elif kind == "slow decay":  # memories of 10^3 to 10^5 steps
+        delta = rng.uniform(1e-4, 1e-3, (d, t)).astype(np.float32)
+        a = -rng.uniform(0.1, 1, (d, SSM_STATES)).astype(np.float32)
+    else:
+        raise ValueError(kind)
+    return x, delta, a, b, c, h0
+
+
+def _ssm_exact_sum(c, h):
+    """sum over s of c[s, t] * h[d, s] in f32, in order s = 0..15 (the kernel's order)."""
+    y = np.zeros((h.shape[0], c.shape[1]), np.float32)
+    for s in range(SSM_STATES):
+        y = y + c[None, s, :] * h[:, s, None]
+    return y
+
+
+def check_selective_scan(m) -> str:
+    t = _NumericTally("selective_scan")
+    rng = np.random.default_rng(29)
+    kernel = m.selective_scan
+    for d, n in ((1, 0), (3, 0), (0, 5), (1, 1), (4, 1), (1, 7), (5, 37), (8, 100), (64, 257), (2, 4097),
+                 (3, (1 << 16) + 3)):
+        for kind in ("mamba", "slow decay"):
+            args = _ssm_inputs(rng, d, n, kind)
+            y, last = kernel(*args)
+            want_y, want_last, y_bound, last_bound = _selective_scan64(*args)
+            t.close(y, want_y, y_bound, f"y D={d} T={n} {kind}")
+            t.close(last, want_last, last_bound, f"last D={d} T={n} {kind}")
+            if n == 0:
+                t.same(last, args[5], f"last D={d} T=0 is h0")
+        # delta = 0: every step is the identity map (exp(0) = 1, q = 0): h stays h0
+        # exactly and y is the sum over s in order, the same bits as NumPy's f32.
+        x, delta, a, b, c, h0 = _ssm_inputs(rng, d, n, "mamba")
+        y, last = kernel(x, np.zeros_like(delta), a, b, c, h0)
+        t.same(last, h0, f"last D={d} T={n} delta = 0")
+        t.same(y, _ssm_exact_sum(c, h0), f"y D={d} T={n} delta = 0")
+        # a = 0, delta = 1 and small integers: running sums, every operation exact.
+        x = rng.integers(-1, 2, (d, n)).astype(np.float32)
+        b, c = (rng.integers(-1, 2, (SSM_STATES, n)).astype(np.float32) for _ in range(2))
+        h0 = rng.integers(-8, 9, (d, SSM_STATES)).astype(np.float32)
+        hs = h0[:, :, None] + np.cumsum(b[None, :, :] * x[:, None, :], axis=2)  # [D, 16, T], exact
+        y, last = kernel(x, np.ones_like(x), np.zeros((d, SSM_STATES), np.float32), b, c, h0)
+        t.same(y, (c[None, :, :] * hs).sum(axis=1).astype(np.float32), f"y D={d} T={n} integer steps")
+        t.same(last, hs[:, :, -1] if n else h0, f"last D={d} T={n} integer steps")
+
+    # Streaming: a sequence in two calls, the second starting from the first's last state.
+    args = _ssm_inputs(rng, 6, 3000, "slow decay")
+    want_y, want_last, y_bound, last_bound = _selective_scan64(*args)
+    x, delta, a, b, c, h0 = args
+    y1, mid = kernel(x[:, :1234], delta[:, :1234], a, b[:, :1234], c[:, :1234], h0)
+    y2, last = kernel(x[:, 1234:], delta[:, 1234:], a, b[:, 1234:], c[:, 1234:], mid)
+    t.close(np.concatenate([y1, y2], axis=1), want_y, y_bound, "y in two calls")
+    t.close(last, want_last, last_bound, "last in two calls")
+
+    # Strided views in (x and b transposed, delta every other column, c reversed), strided
+    # out= buffers whose gaps stay untouched.
+    d, n = 7, 3001
+    x, delta, a, b, c, h0 = _ssm_inputs(rng, d, n, "mamba")
+    want_y, want_last, y_bound, last_bound = _selective_scan64(x, delta, a, b, c, h0)
+    xt, bt = np.ascontiguousarray(x.T), np.ascontiguousarray(b.T)
+    wide = np.zeros((d, 2 * n), np.float32)
+    wide[:, ::2] = delta
+    rev = np.ascontiguousarray(c[:, ::-1])
+    ybig, lbig = _sentinel(d, 2 * n), _sentinel(2 * d, SSM_STATES)
+    got = kernel(xt.T, wide[:, ::2], a, bt.T, rev[:, ::-1], h0, out=(ybig[:, 1::2], lbig[::2]))
+    assert got[0].base is ybig and got[1].base is lbig, "selective_scan(..., out=(y, last)) must return them"
+    t.close(ybig[:, 1::2], want_y, y_bound, "y strided")
+    t.close(lbig[::2], want_last, last_bound, "last strided")
+    t.same(ybig[:, ::2], _sentinel(d, n), "y strided gaps")
+    t.same(lbig[1::2], _sentinel(d, SSM_STATES), "last strided gaps")
+
+    args = _ssm_inputs(rng, 8, (1 << 16) + 3, "mamba")
+    t.threads(m, lambda: kernel(*args), "selective_scan D=8 T=2^16+3")
+    args = _ssm_inputs(rng, 1, 100003, "slow decay")
+    t.threads(m, lambda: kernel(*args), "selective_scan D=1 T=100003")
+
+    # Bad calls: refused before anything is written.
+    d, n = 3, 9
+    x, delta, a, b, c, h0 = _ssm_inputs(rng, d, n, "mamba")
+    y, last = _sentinel(d, n), _sentinel(d, SSM_STATES)
+
+    def call(**change):
+        given = dict(x=x, delta=delta, a=a, b=b, c=c, h0=h0, out=(y, last)) | change
+        return lambda: kernel(given["x"], given["delta"], given["a"], given["b"], given["c"], given["h0"],
+                              out=given["out"])
+
+    t.refused_call("x is f64", call(x=x.astype(np.float64)), E_DTYPE, y, last)
+    t.refused_call("c is f16", call(c=c.astype(np.float16)), E_DTYPE, y, last)
+    t.refused_call("x has rank 3", call(x=x[:, :, None]), E_RANK, y, last)
+    t.refused_call("h0 has rank 1", call(h0=h0[0]), E_RANK, y, last)
+    t.refused_call("delta extent T+1", call(delta=_f32(rng, d, n + 1)), E_SHAPE, y, last)
+    t.refused_call("b extent T-1", call(b=b[:, :-1]), E_SHAPE, y, last)
+    t.refused_call("a has 8 states", call(a=a[:, :8]), E_SHAPE, y, last)
+    t.refused_call("b has 15 states", call(b=b[:15]), E_SHAPE, y, last)
+    t.refused_call("c has 17 states", call(c=np.concatenate([c, c[:1]])), E_SHAPE, y, last)
+    t.refused_call("h0 has 32 states", call(h0=np.concatenate([h0, h0], axis=1)), E_SHAPE, y, last)
+    t.refused_call("h0 extent D+1", call(h0=_f32(rng, d + 1, SSM_STATES)), E_SHAPE, y, last)
+    t.refused_call("out y extent T-1", call(out=(y[:, :-1], last)), E_SHAPE, y, last)
+    t.refused_call("out last has 15 states", call(out=(y, last[:, :15])), E_SHAPE, y, last)
+    t.refused_call("out y is f64", call(out=(np.zeros((d, n)), last)), E_DTYPE, y, last)
+    return t.summary()
+
+
 CHECKS: dict[str, Callable[[object], str]] = {
     "saxpy": check_saxpy,
     "broadcast_add": check_broadcast_add,
@@ -780,6 +926,7 @@ CHECKS: dict[str, Callable[[object], str]] = {
     "linear_recurrence": check_linear_recurrence,
     "running_max_with_argmax": check_running_max_with_argmax,
     "segmented_cumprod_with_resets": check_segmented_cumprod_with_resets,
+    "selective_scan": check_selective_scan,
 }
 
 from checks_memory import MEMORY_CHECKS  # noqa: E402  (indexed memory, atomics, ragged relations, RNG)

@@ -89,9 +89,30 @@ def _layout(array: np.ndarray, layout: str, rng) -> np.ndarray:
     raise ValueError(layout)
 
 
+def _ssm_domain(name: str, values: np.ndarray) -> np.ndarray:
+    """selective_scan: a state-space model decays (delta >= 0 and a <= 0, so every step
+    multiplies the state by exp(delta * a) in (0, 1]) and its inputs are finite. Outside
+    that, states overflow, and the compiled code's composed segment maps (R8) turn
+    infinities into NaN at other places than the interpreter's serial loop (inf * 0 of an
+    underflowed product of decays): both are the operation's meaning rounded differently.
+    NaN inputs stay (they propagate alike)."""
+    values = np.where(np.isinf(values), np.sign(values), values).astype(values.dtype)
+    if name == "delta":
+        return np.abs(values) * np.float32(1e-3)
+    if name == "a":
+        return -np.abs(values) * np.float32(0.16)
+    return values
+
+
+# Kernels whose random inputs are first mapped into the domain they are defined for:
+# ``DOMAINS[kernel](param name, values) -> values``.
+DOMAINS = {"selective_scan": _ssm_domain}
+
+
 def _args(func, sizes: dict, rng, layout="contiguous", shapes: dict | None = None):
     """Arguments for ``func``: extents from ``sizes`` (by extent name), or a param's shape
-    from ``shapes``; mut parameters get a sentinel-filled array in the same layout."""
+    from ``shapes``; mut parameters get a sentinel-filled array in the same layout; the
+    values of a kernel in ``DOMAINS`` mapped into its domain."""
     args = []
     for param, value in zip(func.params, func.args):
         t = value.type
@@ -99,6 +120,8 @@ def _args(func, sizes: dict, rng, layout="contiguous", shapes: dict | None = Non
             shape = (shapes or {}).get(param.name) or tuple(e if isinstance(e, int) else sizes[e]
                                                             for e in param.extents)
             array = _values(rng, t.dtype, shape)
+            if func.name in DOMAINS:
+                array = DOMAINS[func.name](param.name, array)
             args.append(_layout(array, "contiguous" if param.mutable and layout == "readonly" else layout, rng))
         else:
             dtype = t

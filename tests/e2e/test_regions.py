@@ -2,6 +2,8 @@
 determinism across thread counts, and the laws sanitizer."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -212,3 +214,44 @@ def test_laws_sanitizer_flags_an_identity_that_combines_to_nan():
     with pytest.raises(LawViolation) as info:
         intentc.interpret(unguarded, "logsumexp", x, sanitize="laws")
     assert "combine(identity, identity)" in str(info.value)
+
+
+# ---- samples/selective_scan.intent (issue 6) -------------------------------------------------
+SELECTIVE_SCAN = (Path(__file__).resolve().parents[2] / "samples" / "selective_scan.intent").read_text()
+
+
+def _ssm_inputs(rng, d, t):
+    """Decaying steps as in Mamba: delta log-uniform in [1e-3, 0.1], a in [-16, -1]."""
+    f32 = lambda lo, hi, *shape: rng.uniform(lo, hi, shape).astype(np.float32)
+    delta = np.exp(rng.uniform(np.log(1e-3), np.log(0.1), (d, t))).astype(np.float32)
+    return f32(-1, 1, d, t), delta, f32(-16, -1, d, 16), f32(-1, 1, 16, t), f32(-1, 1, 16, t), f32(-1, 1, d, 16)
+
+
+def _ssm64(x, delta, a, b, c, h0):
+    h = h0.astype(np.float64)
+    y = np.zeros(x.shape)
+    for k in range(x.shape[1]):
+        h = np.exp(delta[:, k, None] * a.astype(np.float64)) * h + delta[:, k, None] * b[None, :, k] * x[:, k, None]
+        y[:, k] = (c[None, :, k] * h).sum(axis=1)
+    return y, h
+
+
+@pytest.mark.parametrize("d,t", [(2, 40), (1, 1), (3, 0)])
+def test_selective_scan_sample_is_quiet_under_the_laws_sanitizer(d, t):
+    """Every region scan of the sample (one per channel and state, a[d, s] captured) under
+    random segmentations, empty and one-member segments included: no law fails, and the
+    result is the serial recurrence's."""
+    args = _ssm_inputs(np.random.default_rng(d * 100 + t), d, t)
+    y, last = intentc.interpret(SELECTIVE_SCAN, "selective_scan", *args, sanitize="laws")
+    want_y, want_last = _ssm64(*args)
+    np.testing.assert_allclose(y, want_y, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(last, want_last, rtol=0, atol=1e-5)
+
+
+def test_laws_sanitizer_flags_a_selective_scan_apply_without_the_decay():
+    """The same sample with an apply that drops the composed decay (h -> h + Q): R6 fails."""
+    broken = SELECTIVE_SCAN.replace("return m[0] * h + m[1]", "return h + m[1]")
+    assert broken != SELECTIVE_SCAN
+    with pytest.raises(LawViolation) as info:
+        intentc.interpret(broken, "selective_scan", *_ssm_inputs(np.random.default_rng(7), 1, 30), sanitize="laws")
+    assert "R6" in str(info.value) and "step_apply" in str(info.value)

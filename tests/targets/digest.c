@@ -194,6 +194,54 @@ static void run(void)
     drv_tensor1(&dsteps, steps, DRV_I32, 3, NULL);
     report("collatz_steps wrong dtype", collatz_steps(&dstart.t, 10, &dsteps.t), steps, 3, 4, 0);
 }
+#elif defined(INTENT_MODULE_SELECTIVE_SCAN_H)
+static void run(void)
+{
+    /* Decaying steps (delta in [1e-3, 0.1], a in [-16, -1]): the region scans compose
+     * maps over segments, the exps are intentc's own, y adds the 16 states in order. */
+    static const int64_t shapes[][2] = {{1, 0}, {1, 1}, {3, 7}, {5, 100}, {2, 4099}, {16, 257}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int64_t d = shapes[k][0], t = shapes[k][1];
+        float *x = drv_alloc((size_t)(d * t), 4), *delta = drv_alloc((size_t)(d * t), 4);
+        float *a = drv_alloc((size_t)(d * 16), 4), *h0 = drv_alloc((size_t)(d * 16), 4);
+        float *b = drv_alloc((size_t)(16 * t), 4), *c = drv_alloc((size_t)(16 * t), 4);
+        float *y = drv_alloc((size_t)(d * t), 4), *last = drv_alloc((size_t)(d * 16), 4);
+        drv_fill_f32(x, (size_t)(d * t), -1.0f, 1.0f);
+        drv_fill_f32(delta, (size_t)(d * t), 1e-3f, 0.1f);
+        drv_fill_f32(a, (size_t)(d * 16), -16.0f, -1.0f);
+        drv_fill_f32(h0, (size_t)(d * 16), -1.0f, 1.0f);
+        drv_fill_f32(b, (size_t)(16 * t), -1.0f, 1.0f);
+        drv_fill_f32(c, (size_t)(16 * t), -1.0f, 1.0f);
+        DrvTensor dx, ddelta, da, db, dc, dh0, dy, dlast;
+        drv_tensor2(&dx, x, DRV_F32, d, t, NULL);
+        drv_tensor2(&ddelta, delta, DRV_F32, d, t, NULL);
+        drv_tensor2(&da, a, DRV_F32, d, 16, NULL);
+        drv_tensor2(&db, b, DRV_F32, 16, t, NULL);
+        drv_tensor2(&dc, c, DRV_F32, 16, t, NULL);
+        drv_tensor2(&dh0, h0, DRV_F32, d, 16, NULL);
+        drv_tensor2(&dy, y, DRV_F32, d, t, NULL);
+        drv_tensor2(&dlast, last, DRV_F32, d, 16, NULL);
+        const int32_t rc = selective_scan(&dx.t, &ddelta.t, &da.t, &db.t, &dc.t, &dh0.t, &dy.t, &dlast.t);
+        char label[96];
+        snprintf(label, sizeof label, "selective_scan D=%lld T=%lld y", (long long)d, (long long)t);
+        report(label, rc, y, (size_t)(d * t), 4, 1);
+        snprintf(label, sizeof label, "selective_scan D=%lld T=%lld last", (long long)d, (long long)t);
+        report(label, rc, last, (size_t)(d * 16), 4, 1);
+        if (k == sizeof shapes / sizeof shapes[0] - 1) { /* b with 15 states */
+            db.shape[0] = 15;
+            report("selective_scan b has 15 states", selective_scan(&dx.t, &ddelta.t, &da.t, &db.t, &dc.t, &dh0.t,
+                                                                    &dy.t, &dlast.t), last, (size_t)(d * 16), 4, 1);
+        }
+        free(x);
+        free(delta);
+        free(a);
+        free(h0);
+        free(b);
+        free(c);
+        free(y);
+        free(last);
+    }
+}
 #else
 #error "tests/targets/digest.c has no section for this sample"
 #endif
