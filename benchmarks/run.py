@@ -594,6 +594,83 @@ def linear_recurrence(n: int, tools: Tools):
     return want, c
 
 
+SSM_CHANNELS, SSM_STATES = 64, 16
+
+if numba is not None:
+    @numba.njit(parallel=True)
+    def _numba_selective_scan(x, delta, a, b, c, h0, y, last):
+        for d in numba.prange(x.shape[0]):
+            h = h0[d].copy()
+            for t in range(x.shape[1]):
+                dt = delta[d, t]
+                acc = np.float32(0.0)
+                for s in range(SSM_STATES):
+                    h[s] = np.exp(dt * a[d, s]) * h[s] + dt * b[s, t] * x[d, t]
+                    acc += c[s, t] * h[s]
+                y[d, t] = acc
+            last[d] = h
+
+
+@benchmark(name="selective_scan", title=f"selective scan (Mamba S6): {SSM_CHANNELS} channels, {SSM_STATES} states, "
+           f"N = channels × steps (f32, samples/selective_scan.intent)", n=SSM_CHANNELS * 2**16,
+           quick_n=SSM_CHANNELS * 2**14, bytes_per_element=12, target="quoted vs serial C (issue 6)",
+           target_ratio=1.0, baseline=SERIAL_C_LABEL, rtol=1e-4)
+def selective_scan(n: int, tools: Tools):
+    # Decaying steps as in Mamba: delta log-uniform in [1e-3, 0.1], a in [-16, -1]. Every
+    # tool computes 16 exponentials per element; y (checked against the float64 loop) has
+    # magnitudes around 1.
+    d, t = SSM_CHANNELS, n // SSM_CHANNELS
+    rng = np.random.default_rng(14)
+    x = rng.uniform(-1, 1, (d, t)).astype(np.float32)
+    delta = np.exp(rng.uniform(np.log(1e-3), np.log(0.1), (d, t))).astype(np.float32)
+    a = -rng.uniform(1, 16, (d, SSM_STATES)).astype(np.float32)
+    b, cc = (rng.uniform(-1, 1, (SSM_STATES, t)).astype(np.float32) for _ in range(2))
+    h0 = rng.uniform(-1, 1, (d, SSM_STATES)).astype(np.float32)
+    y, last = np.empty((d, t), np.float32), np.empty((d, SSM_STATES), np.float32)
+    arrays = (x, delta, a, b, cc, h0, y, last)
+    c = Contenders()
+    argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 8
+
+    def intent():
+        m = tools.intentc(REPO / "samples" / "selective_scan.intent")
+        return lambda: m.selective_scan(x, delta, a, b, cc, h0, out=(y, last))[0]
+
+    def c_fn(symbol: str):
+        def make():
+            fn = tools.c_function("selective_scan.c", symbol, argtypes)
+            return lambda: (fn(d, t, *(v.ctypes.data for v in arrays)), y)[1]
+        return make
+
+    def numpy_steps():  # one step at a time, the (channel, state) grid as arrays
+        p, q, h = (np.empty((d, SSM_STATES), np.float32) for _ in range(3))
+
+        def call():
+            h[...] = h0
+            for k in range(t):
+                dt = delta[:, k, None]
+                np.exp(np.multiply(dt, a, out=p), out=p)
+                np.multiply(np.multiply(dt, b[None, :, k], out=q), x[:, k, None], out=q)
+                np.add(np.multiply(p, h, out=h), q, out=h)
+                y[:, k] = h @ cc[:, k]
+            return y
+        return call
+
+    def numba_parallel():
+        _need_numba()
+        return lambda: (_numba_selective_scan(x, delta, a, b, cc, h0, y, last), y)[1]
+
+    c.add("intentc", intent)
+    c.add(SERIAL_C_LABEL, c_fn("selective_scan_serial"))
+    c.add(C_LABEL, c_fn("selective_scan_omp"))
+    c.add("NumPy (a loop over steps)", lambda: numpy_steps())
+    c.add("Numba parallel", numba_parallel)
+    want, want_last = np.empty((d, t), np.float32), np.empty((d, SSM_STATES), np.float32)
+    tools.c_function("selective_scan.c", "selective_scan_f64", argtypes)(
+        d, t, x.ctypes.data, delta.ctypes.data, a.ctypes.data, b.ctypes.data, cc.ctypes.data, h0.ctypes.data,
+        want.ctypes.data, want_last.ctypes.data)
+    return want, c
+
+
 @benchmark(name="logsumexp_fold", title="log-sum-exp as a region fold (samples/logsumexp.intent, f32)",
            n=2**24, quick_n=2**22, bytes_per_element=4, target="≤ 1.0 × C -ffast-math", target_ratio=1.0,
            baseline=FAST_C_LABEL)
