@@ -62,10 +62,13 @@ def main(ctx, cmake_dir, make_dir):
               help="Also write OUTPUT's header (default: yes for .so).")
 @click.option("--depfile", type=click.Path(dir_okay=False), help="Write Make-style dependencies here.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the files written and the time taken.")
-@click.option("--sanitize", multiple=True, type=click.Choice(["bounds", "order", "unique", "race"]),
+@click.option("--sanitize", multiple=True, type=click.Choice(["bounds", "order", "unique", "race", "laws"]),
               help="bounds: keep every bounds check; order: run each call with the parallel points in "
                    "increasing and decreasing order and fail (INTENT_E_SANITIZER) if the results differ; "
-                   "unique: check every scatter asserted unique=True (M4); race: order and unique. Repeatable.")
+                   "unique: check every scatter asserted unique=True (M4); race: order and unique; "
+                   "laws: evaluate every region_fold/region_scan under several segmentations and fail "
+                   "(INTENT_E_SANITIZER, naming the law and helpers) if a helper law does not hold (R2, R6; "
+                   "CPU targets). Repeatable.")
 def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize):
     """Compile SOURCE into OUTPUT."""
     from intentc.driver import build as build_files

@@ -63,7 +63,9 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     """``sanitize``: "bounds" keeps every bounds check; "order" runs each call twice with the
     points of every I.parallel loop in increasing and decreasing order and fails
     (INTENT_E_SANITIZER) when the written results differ (P1, P3); "unique" checks every
-    scatter asserted ``unique=True`` (M4); "race" is "order" and "unique" together."""
+    scatter asserted ``unique=True`` (M4); "race" is "order" and "unique" together; "laws"
+    checks the laws of every region_fold / region_scan's helpers under several segmentations
+    (R2, R6) and a call it refuses leaves the tensors it may write as they were (CPU targets only)."""
     from intentc.codegen.emit_llvm import UnsupportedError, emit_module
     from intentc.codegen.manifest import manifest_json, module_manifest
     from intentc.codegen.optimize import optimize
@@ -82,6 +84,8 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     if "race" in checks:  # a compiled build detects races by their effect: order dependence, unique writes
         checks |= {"order", "unique"}
     order_check = None
+    if "laws" in checks and spec.is_gpu:
+        raise _laws_on_gpu()
     try:
         program = lower(module, sanitize=checks)
         if "order" in checks:
@@ -101,7 +105,8 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
 
             llvm_ir, manifest = emit_gpu_module(program, spec, manifest)
         else:
-            llvm_ir = emit_module(program, spec.triple, manifest_json(manifest), order_check)
+            llvm_ir = emit_module(program, spec.triple, manifest_json(manifest), order_check,
+                                  restore="laws" if "laws" in checks else None)
     except UnsupportedError as exc:
         raise error(f"not supported on target {spec.name}: {exc}", rule="T7") from None
     compiled = Compiled(module, program, llvm_ir, manifest, spec=spec)
@@ -122,6 +127,8 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     source, output = Path(source), Path(output)
     kind = output.suffix
     if kind == ".ptx" or str(target or "").startswith("sm_"):
+        if "laws" in sanitize:
+            raise _laws_on_gpu()
         return _build_ptx(source, output, target, depfile)
     if kind not in (".so", ".o", ".a", ".h"):
         raise error(f"cannot tell what to build from '{output.name}'",
@@ -151,6 +158,11 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
 
         written.append(write_depfile(depfile, output, [source, *link.runtime_dependencies(kind)]))
     return written
+
+
+def _laws_on_gpu():
+    return error("--sanitize=laws is not supported on GPU targets", rule="T7",
+                 hint="run the laws sanitizer on a CPU build of the same source (x86-64 or AArch64)")
 
 
 def _build_ptx(source: Path, output: Path, target: str | None, depfile) -> list[Path]:

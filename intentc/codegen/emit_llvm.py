@@ -103,22 +103,32 @@ class ModuleEmitter:
             self.intrinsics[key] = ir.Function(self.module, ir.FunctionType(ret, args), name)
         return self.intrinsics[key]
 
-    def emit(self, order_check: tuple[P.Program, P.Program] | None = None) -> str:
+    def emit(self, order_check: tuple[P.Program, P.Program] | None = None, restore: str | None = None) -> str:
         if order_check is None:
             for kernel in self.program.kernels:
-                KernelEmitter(self, kernel).emit()
+                if restore is None:
+                    KernelEmitter(self, kernel).emit()
+                    continue
+                body = KernelEmitter(self, kernel, f"{kernel.name}.body")
+                body.emit()
+                self.order_wrapper(kernel, body.func, None, restore)
         else:
             for increasing, decreasing in zip(*(p.kernels for p in order_check)):
                 first = KernelEmitter(self, increasing, f"{increasing.name}.increasing")
                 first.emit()
                 second = KernelEmitter(self, decreasing, f"{decreasing.name}.decreasing")
                 second.emit()
-                self.order_wrapper(increasing, first.func, second.func)
+                self.order_wrapper(increasing, first.func, second.func, restore)
         return str(self.module)
 
-    def order_wrapper(self, kernel: P.Kernel, increasing: ir.Function, decreasing: ir.Function) -> None:
+    def order_wrapper(self, kernel: P.Kernel, increasing: ir.Function, decreasing: ir.Function | None,
+                      restore_failed: str | None = None) -> None:
         """The exported entry of an --sanitize=order build: run the body with points in
-        increasing, then (from the same inputs) decreasing order, and compare what was written."""
+        increasing, then (from the same inputs) decreasing order, and compare what was written;
+        a difference leaves the written tensors as they were. Without ``decreasing``: run the
+        body once. ``restore_failed`` (the name of a sanitizer, e.g. laws): a call whose body
+        fails with INTENT_E_SANITIZER also leaves them as they were."""
+        sanitizer = "order" if decreasing is not None else restore_failed
         m = self.module
         snapshot = self.intrinsic("intent_snapshot", PTR, [I32, PTR])
         restore = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR, I32, PTR]), "intent_snapshot_restore") \
@@ -139,11 +149,20 @@ class ModuleEmitter:
         before = b.call(snapshot, [n, tensors])
         with b.if_then(b.icmp_unsigned("==", before, ir.Constant(PTR, None)), likely=False):
             b.ret(b.call(self.intent_error, [ir.Constant(I32, STATUS["INTENT_E_ALLOC"]),
-                                             self.cstring(f"{kernel.name}: out of memory for the order sanitizer")]))
+                                             self.cstring(f"{kernel.name}: out of memory for the {sanitizer} "
+                                                          f"sanitizer")]))
         rc = b.call(increasing, list(func.args))
         with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+            if restore_failed:  # only after a sanitizer's refusal: the arguments passed their checks
+                refused = b.icmp_signed("==", rc, ir.Constant(I32, STATUS["INTENT_E_SANITIZER"]))
+                with b.if_then(refused):
+                    b.call(restore, [before, n, tensors])  # a refused call leaves its outputs as they were
             b.call(free, [before])
             b.ret(rc)
+        if decreasing is None:
+            b.call(free, [before])
+            b.ret(rc)
+            return
         after = b.call(snapshot, [n, tensors])
         b.call(restore, [before, n, tensors])
         rc2 = b.call(decreasing, list(func.args))
@@ -735,9 +754,12 @@ def _tensors_used(stmts) -> set:
 
 
 def emit_module(program: P.Program, triple: str, manifest: str | None = None,
-                order_check: tuple[P.Program, P.Program] | None = None) -> str:
+                order_check: tuple[P.Program, P.Program] | None = None, restore: str | None = None) -> str:
     """LLVM IR text of the program; ``manifest`` is embedded as ``intent_module_manifest``.
-    ``order_check``: the (increasing, decreasing) point-order bodies of an --sanitize=order build."""
+    ``order_check``: the (increasing, decreasing) point-order bodies of an --sanitize=order build.
+    ``restore``: the name of a sanitizer whose refusals must leave every tensor the kernel may
+    write as it was (each entry snapshots them and restores them when the body returns
+    INTENT_E_SANITIZER)."""
     emitter = ModuleEmitter(program, triple)
     if manifest is not None:
         data = bytearray(manifest.encode("utf-8")) + b"\0"
@@ -745,4 +767,4 @@ def emit_module(program: P.Program, triple: str, manifest: str | None = None,
         var = ir.GlobalVariable(emitter.module, const.type, name="intent_module_manifest")
         var.global_constant = True
         var.initializer = const
-    return emitter.emit(order_check)
+    return emitter.emit(order_check, restore)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from intentc.kir.core import Op
-from intentc.kir.types import BOOL, DOMAIN, INDEX, DType, TensorType, element_dtype
+from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 
 
 class VerifyError(Exception):
@@ -227,9 +227,11 @@ def _verify_bcast_extent(op: Op) -> None:
 
 
 def _verify_assert_true(op: Op) -> None:
-    """assert_true(cond, args...) {what}: fail unless cond; ``what`` formats the index args."""
+    """assert_true(cond, args...) {what}: fail unless cond; ``what`` formats the args (printf:
+    ``%lld``/``%llu`` for index values, ``%g`` and the like for f64 ones)."""
     _need(op.operands and op.operands[0].type == BOOL and not op.results, op, "checks a bool")
-    _need(all(v.type == INDEX for v in op.operands[1:]), op, "message arguments are index values")
+    _need(all(v.type in (INDEX, DTYPES["f64"]) for v in op.operands[1:]), op,
+          "message arguments are index or f64 values")
 
 
 def _verify_assert_eq(op: Op) -> None:

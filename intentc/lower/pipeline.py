@@ -9,7 +9,7 @@ from __future__ import annotations
 from intentc.kir.core import Module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
-from intentc.lower.passes import check_unique
+from intentc.lower.passes import check_laws, check_unique
 from intentc.lower.passes import (expand_tensor_exprs, inline_helpers, keep_all_checks, propagate_constants,
                                   prove_bounds, schedule_parallel, serialize_points, specialize_unit_stride,
                                   to_physical)
@@ -27,7 +27,7 @@ PHYSICAL_PASSES = [
 PASS_NAMES = [name for name, _ in KIR_PASSES] + ["to_physical"] + [name for name, _ in PHYSICAL_PASSES]
 
 
-SANITIZERS = ("bounds", "order", "unique", "race")  # race: order and unique (driver.py)
+SANITIZERS = ("bounds", "order", "unique", "race", "laws")  # race: order and unique (driver.py)
 
 
 def lower(module: Module, verify_each: bool = True, print_after: str | None = None, log=None,
@@ -35,13 +35,16 @@ def lower(module: Module, verify_each: bool = True, print_after: str | None = No
     """Run every pass; verify KIR after each KIR pass; ``log(name, text)`` gets the IR
     after the pass named ``print_after`` (or after every pass for ``"all"``).
 
-    ``sanitize``: ``"bounds"`` keeps every bounds check (no proof removes one).
+    ``sanitize``: ``"bounds"`` keeps every bounds check (no proof removes one); ``"unique"``
+    checks scatters asserted unique; ``"laws"`` checks the laws of region helpers (R2, R6).
     ``point_order``: ``"increasing"`` or ``"decreasing"`` runs parallel points serially in
     that order (the two bodies of an ``--sanitize=order`` build)."""
     from intentc.kir.printer import print_module
 
     if "unique" in sanitize:  # scatters asserted unique are checked at run time (M4)
         module = check_unique.run(module)
+    if "laws" in sanitize:  # region ops check their helpers' laws at run time (R2, R6; region_laws.py)
+        module = check_laws.run(module)
     for name, run in KIR_PASSES:
         if name == "prove_bounds" and "bounds" in sanitize:
             module = keep_all_checks.run(module)

@@ -20,6 +20,7 @@ from intentc.diagnostics import error
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.rewrite import clone_block
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
+from intentc.lower.region_laws import check_region_laws
 
 MIN_BLOCK = 4096
 MAX_BLOCKS = 1024
@@ -403,6 +404,8 @@ class StructuredExpansion:
         return self.fold(count, identity, element, op.regions[1], op.span)
 
     def materialize_region_fold(self, op: Op, replace: dict) -> None:
+        if op.attrs.get("check_laws"):  # --sanitize=laws: the laws are checked first (region_laws.py)
+            check_region_laws(self, op)
         n_comp = op.attrs["ncomp"]
         domain, comps, identity = op.operands[0], op.operands[1:1 + n_comp], op.operands[1 + n_comp:]
         n = self.emit("dom_len", [domain], [INDEX]).result
@@ -416,6 +419,8 @@ class StructuredExpansion:
             replace[id(old)] = new
 
     def materialize_region_scan(self, op: Op, replace: dict) -> None:
+        if op.attrs.get("check_laws"):  # --sanitize=laws: the laws are checked first (region_laws.py)
+            check_region_laws(self, op)
         n_comp, m = op.attrs["ncomp"], op.attrs["nsummary"]
         domain = op.operands[0]
         comps = op.operands[1:1 + n_comp]
