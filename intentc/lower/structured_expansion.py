@@ -32,6 +32,9 @@ CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not
 # one address register per array.
 CHAIN_SEGMENT = 4096 + 17
 SCAN_CHAINS = 8
+# Windows of this many groups (about 12 MB of f32 components and results) are summarised and
+# then emitted before the next, so the emit reads its components from the cache.
+WINDOW_GROUPS = 32
 
 
 def _regroupable(combine: Block) -> bool:
@@ -165,8 +168,9 @@ class StructuredExpansion:
         op.regions = [body, clone_block(combine, {})]
         return list(op.results)
 
-    def parallel(self, extents: list[Value], body, grain: int | None = None) -> None:
-        """A parallel loop nest; ``grain=1`` when every point is a whole block of work."""
+    def parallel(self, extents: list[Value], body, grain: int | None = None, begins: list[Value] | None = None) -> None:
+        """A parallel loop nest over [begin, extent) per axis (begin 0 by default); ``grain=1``
+        when every point is a whole block of work."""
         if not extents:  # no axis left (every axis reduced, keepdims): one point, no loop
             self.depth += 1
             try:
@@ -175,7 +179,7 @@ class StructuredExpansion:
                 self.depth -= 1
             return
         points = [Value(INDEX, f"p{k}") for k in range(len(extents))]
-        domains = [self.domain(e) for e in extents]
+        domains = [self.domain(e, b) for e, b in zip(extents, begins or [None] * len(extents))]
 
         def build():
             self.depth += 1
@@ -508,18 +512,23 @@ class StructuredExpansion:
             for old, new in zip(op.results, list(outputs) + list(final)):
                 replace[id(old)] = new
             return
+        out_types = [r.type for r in op.results[:n_out]]
+        if any(t.rank != 1 for t in out_types):
+            raise error("region_scan outputs with more than one axis are not supported yet", op.span, rule="R7")
+        outputs = [self.result_buffer(r, r.type.dtype, [n], op.span) for r in op.results[:n_out]]
         seeded = _seeded_scan(emit)
-        if seeded is not None:  # sub-segments of a fixed size, emitted SCAN_CHAINS at a time
-            size = self.c(CHAIN_SEGMENT)
-            blocks = self.ix("floordiv", self.ix("add", n, self.c(CHAIN_SEGMENT - 1)), size)
-        else:
-            size, blocks = self.block_size(n)
         if seeded is not None:
-            sums = self.chained_summaries(op, comps, n, blocks, identity)
+            final = self.seeded_region_scan(op, seeded, comps, identity, init, n, outputs)
         else:
-            sums = self.summaries(op, comps, n, size, blocks, identity)
-        states = [self.buffer(v.type, [blocks], op.span) for v in init]
-        # Ordered: each block's incoming state is apply(prefix summary, init) (R6).
+            final = self.segmented_region_scan(op, comps, identity, init, n, outputs)
+        for old, new in zip(op.results, outputs + list(final)):
+            replace[id(old)] = new
+
+    def incoming_states(self, op: Op, states, sums, init, blocks: Value, identity, begin: Value | None = None):
+        """The ordered loop over blocks [begin, blocks) from ``identity``: stores each block's
+        incoming state ``apply(prefix, init)`` and combines its summary into the prefix (R6);
+        returns the final prefix summary."""
+        apply, combine = op.regions[2], op.regions[1]
         b = Value(INDEX, "b")
         accs = [Value(v.type, f"acc{j}") for j, v in enumerate(identity)]
 
@@ -530,13 +539,39 @@ class StructuredExpansion:
             return self.inline_region(combine, list(accs) + loaded)
 
         region = self._with_block([b] + accs, prefix_body)
-        loop = Op("for", [self.domain(blocks)] + list(identity), [v.type for v in identity], None, [region])
+        loop = Op("for", [self.domain(blocks, begin)] + list(identity), [v.type for v in identity], None, [region])
         self.out.append(loop)
-        final = self.inline_region(apply, list(loop.results) + list(init))
-        out_types = [r.type for r in op.results[:n_out]]
-        if any(t.rank != 1 for t in out_types):
-            raise error("region_scan outputs with more than one axis are not supported yet", op.span, rule="R7")
-        outputs = [self.result_buffer(r, r.type.dtype, [n], op.span) for r in op.results[:n_out]]
+        return list(loop.results)
+
+    def segmented_region_scan(self, op: Op, comps, identity, init, n: Value, outputs) -> list[Value]:
+        """Blocks of ``block_size(n)`` members: summaries in parallel, incoming states in order,
+        then every block emitted in parallel; returns the final state."""
+        size, blocks = self.block_size(n)
+        sums = self.summaries(op, comps, n, size, blocks, identity)
+        states = [self.buffer(v.type, [blocks], op.span) for v in init]
+        total = self.incoming_states(op, states, sums, init, blocks, identity)
+
+        def segment(points):
+            (blk,) = points
+            start = self.ix("mul", blk, size)
+            incoming = [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result for buf in states]
+            self.emit_segment(op, comps, outputs, start, self.ix("min", n, self.ix("add", start, size)), incoming)
+
+        if any(out is not None for out in outputs):  # no output used: only the final state
+            self.parallel([blocks], segment, grain=1)
+        return self.inline_region(op.regions[2], total + list(init))
+
+    def seeded_region_scan(self, op: Op, seeded, comps, identity, init, n: Value, outputs) -> list[Value]:
+        """Sub-segments of CHAIN_SEGMENT members, in windows of WINDOW_GROUPS groups of
+        SCAN_CHAINS: per window, summaries in parallel, incoming states in order (the prefix
+        carried from window to window), then the window emitted in parallel while its
+        components are still in the cache. Returns the final state."""
+        size = self.c(CHAIN_SEGMENT)
+        blocks = self.ix("floordiv", self.ix("add", n, self.c(CHAIN_SEGMENT - 1)), size)
+        groups = self.ix("floordiv", self.ix("add", blocks, self.c(SCAN_CHAINS - 1)), self.c(SCAN_CHAINS))
+        windows = self.ix("floordiv", self.ix("add", groups, self.c(WINDOW_GROUPS - 1)), self.c(WINDOW_GROUPS))
+        sums = [self.buffer(v.type, [blocks], op.span) for v in identity]
+        states = [self.buffer(v.type, [blocks], op.span) for v in init]
 
         def incoming(blk):
             return [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result for buf in states]
@@ -545,15 +580,25 @@ class StructuredExpansion:
             start = self.ix("mul", blk, size)
             self.emit_segment(op, comps, outputs, start, self.ix("min", n, self.ix("add", start, size)), incoming(blk))
 
-        if not any(out is not None for out in outputs):  # no output used: only the final state
-            pass
-        elif seeded is None:
-            self.parallel([blocks], lambda points: segment(points[0]), grain=1)
-        else:
-            self.groups_of_chains(n, blocks, lambda first: self.chained_segments(op, seeded, comps, outputs, first,
-                                                                                  incoming), segment)
-        for old, new in zip(op.results, outputs + list(final)):
-            replace[id(old)] = new
+        w = Value(INDEX, "w")
+        accs = [Value(v.type, f"carry{j}") for j, v in enumerate(identity)]
+
+        def window():
+            g0 = self.ix("mul", w, self.c(WINDOW_GROUPS))
+            g1 = self.ix("min", groups, self.ix("add", g0, self.c(WINDOW_GROUPS)))
+            self.chained_summaries(op, comps, n, blocks, sums, g0, g1)
+            b0 = self.ix("mul", g0, self.c(SCAN_CHAINS))
+            b1 = self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))
+            total = self.incoming_states(op, states, sums, init, b1, accs, begin=b0)
+            if any(out is not None for out in outputs):  # no output used: only the final state
+                self.groups_of_chains(n, blocks, lambda first: self.chained_segments(op, seeded, comps, outputs, first,
+                                                                                      incoming), segment, g0, g1)
+            return total
+
+        region = self._with_block([w] + accs, window)
+        loop = Op("for", [self.domain(windows)] + list(identity), [v.type for v in identity], None, [region])
+        self.out.append(loop)
+        return self.inline_region(op.regions[2], list(loop.results) + list(init))
 
     def emit_segment(self, op: Op, comps, outputs, start: Value, stop: Value, incoming: list[Value]) -> None:
         """``emit`` of the slice [start, stop) from its incoming state, written at the slice's place."""
@@ -590,10 +635,10 @@ class StructuredExpansion:
         self.out.extend(ops)
         return target, list(operands)
 
-    def groups_of_chains(self, n: Value, blocks: Value, chained, one) -> None:
-        """A parallel loop over groups of SCAN_CHAINS consecutive sub-segments: ``chained(first)``
-        for a group of full sub-segments, else ``one(blk)`` for each of its sub-segments."""
-        groups = self.ix("floordiv", self.ix("add", blocks, self.c(SCAN_CHAINS - 1)), self.c(SCAN_CHAINS))
+    def groups_of_chains(self, n: Value, blocks: Value, chained, one, g0: Value, g1: Value) -> None:
+        """A parallel loop over the groups [g0, g1) of SCAN_CHAINS consecutive sub-segments:
+        ``chained(first)`` for a group of full sub-segments, else ``one(blk)`` for each of its
+        sub-segments."""
 
         def body(points):
             first = self.ix("mul", points[0], self.c(SCAN_CHAINS))
@@ -609,14 +654,14 @@ class StructuredExpansion:
             self.out.append(Op("if", [full], [], None, [self._with_block([], lambda: (chained(first), [])[1]),
                                                       self._with_block([], one_by_one)]))
 
-        self.parallel([groups], body, grain=1)
+        self.parallel([g1], body, grain=1, begins=[g0])
 
-    def chained_summaries(self, op: Op, comps, n: Value, blocks: Value, identity) -> list[Value]:
-        """Summaries of sub-segments of CHAIN_SEGMENT members. When ``summarize`` is a plain
-        reduce (``_plain_reduce``), SCAN_CHAINS sub-segments are folded in one loop as
-        independent chains, each in member order (as ``summarize`` alone would fold it)."""
+    def chained_summaries(self, op: Op, comps, n: Value, blocks: Value, buffers, g0: Value, g1: Value) -> None:
+        """Summaries of the sub-segments of groups [g0, g1) into ``buffers``. When
+        ``summarize`` is a plain reduce (``_plain_reduce``), SCAN_CHAINS sub-segments are
+        folded in one loop as independent chains, each in member order (as ``summarize``
+        alone would fold it)."""
         summarize = op.regions[0]
-        buffers = [self.buffer(v.type, [blocks], op.span) for v in identity]
         plain = _plain_reduce(summarize)
 
         def store(blk, values):
@@ -645,10 +690,10 @@ class StructuredExpansion:
                 store(self.ix("add", first, self.c(j)), [total[pick] for pick in plain[1]])
 
         if plain is None:
-            self.parallel([blocks], lambda points: one(points[0]), grain=1)
+            self.parallel([self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))],
+                          lambda points: one(points[0]), grain=1, begins=[self.ix("mul", g0, self.c(SCAN_CHAINS))])
         else:
-            self.groups_of_chains(n, blocks, chained, one)
-        return buffers
+            self.groups_of_chains(n, blocks, chained, one, g0, g1)
 
     def chained_segments(self, op: Op, seeded: tuple[int, list[int]], comps, outputs, first: Value,
                          incoming) -> None:

@@ -276,10 +276,11 @@ def chained(differential):
     return differential.build(CHAINED)
 
 
-@pytest.mark.parametrize("n", [0, 1, 4113, GROUP - 1, GROUP, GROUP + 1, 3 * GROUP + 4200])
+@pytest.mark.parametrize("n", [0, 1, 4113, GROUP - 1, GROUP, GROUP + 1, 3 * GROUP + 4200, 32 * GROUP, 65 * GROUP + 9000])
 def test_chained_emit_equals_serial_scan(chained, n):
     """Integer states: any segmentation gives the serial result exactly, so the chained
-    groups (full ones), the one-by-one tail and their seams are checked bit for bit."""
+    groups (full ones), the one-by-one tail, their seams and the windows of WINDOW_GROUPS
+    groups (the prefix carried from one to the next) are checked bit for bit."""
     rng = np.random.default_rng(n)
     x, y = rng.integers(-1000, 1000, n), rng.integers(-1000, 1000, n)
     p, q = chained.seeded(x, y)
