@@ -127,5 +127,11 @@ def resolve_target(name: str | None, cpu: str = "native") -> TargetSpec:
 def target_machine(spec: TargetSpec):
     _init_llvm()
     target = llvm.Target.from_triple(spec.triple)
-    return target.create_target_machine(cpu=spec.cpu, features=spec.features, opt=3, reloc="pic",
+    features = spec.features
+    if spec.triple.startswith("x86_64"):
+        # Gathers cost more than the scalar loads they replace on most x86 cores; without this
+        # the SLP vectoriser packs the independent chains of ordered folds and scans into
+        # gathers of their loads (several times slower).
+        features = ",".join(f for f in (features, "+prefer-no-gather") if f)
+    return target.create_target_machine(cpu=spec.cpu, features=features, opt=3, reloc="pic",
                                         codemodel="default")

@@ -23,9 +23,19 @@ from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 from intentc.lower.region_laws import check_region_laws
 
 MIN_BLOCK = 4096
-MAX_BLOCKS = 1024
-LANES = 4  # independent chains of an ordered scan line (instruction-level parallelism)
+MAX_BLOCKS = 256
+LANES = 8  # independent chains of an ordered scan line (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
+# A region scan whose emit is a seeded scan (``_seeded_scan``) cuts its axis into sub-segments
+# of CHAIN_SEGMENT members and emits SCAN_CHAINS of them at a time as interleaved chains. The
+# size is fixed (results depend on nothing else) and not a multiple of 1024, so the chains'
+# addresses do not alias in the cache; with a constant distance between chains they share
+# one address register per array.
+CHAIN_SEGMENT = 4096 + 17
+SCAN_CHAINS = 8
+# Windows of this many groups (about 12 MB of f32 components and results) are summarised and
+# then emitted before the next, so the emit reads its components from the cache.
+WINDOW_GROUPS = 32
 
 
 def _regroupable(combine: Block) -> bool:
@@ -33,6 +43,60 @@ def _regroupable(combine: Block) -> bool:
     a helper's internal arithmetic must keep its own rounding (T7)."""
     ops = [op.name for op in combine.ops]
     return len(ops) == 2 and ops[0] in ("add", "mul", "min", "max", "and", "or", "xor")
+
+
+def _stores_through_views(ops: list[Op], views: dict[int, tuple[Value, Value]]) -> list[Op]:
+    """``ops`` with every store into an output view (``output_view``: id -> (tensor, start))
+    rewritten to a store into the viewed tensor at ``start + index``, nested regions included."""
+    rewritten = []
+    for op in ops:
+        target = views.get(id(op.operands[0])) if op.name == "store" and op.operands else None
+        if target is not None:
+            base, start = target
+            shifted = Op("add", [start, op.operands[1]], [INDEX])
+            rewritten.append(shifted)
+            op.operands = [base, shifted.result] + op.operands[2:]
+        for region in op.regions:
+            region.ops = _stores_through_views(region.ops, views)
+        rewritten.append(op)
+    return rewritten
+
+
+def _seeded_scan(emit: Block) -> tuple[int, list[int]] | None:
+    """(position of the scan, which scan result each output is) when ``emit`` ends in one
+    forward, one-axis ``scan`` whose results it yields as they are — a scan seeded from the
+    incoming state, as in affine recurrences and running extrema; else None."""
+    ops = emit.ops
+    if len(ops) < 2 or ops[-2].name != "scan":
+        return None
+    scan, term = ops[-2], ops[-1]
+    if scan.attrs.get("reverse") or scan.attrs.get("axis") != 0 or any(r.type.rank != 1 for r in scan.results):
+        return None
+    if any(o.name == "scan" for o in ops[:-2]):
+        return None
+    results = [id(r) for r in scan.results]
+    if not term.operands or any(id(v) not in results for v in term.operands):
+        return None
+    return len(ops) - 2, [results.index(id(v)) for v in term.operands]
+
+
+def _plain_reduce(summarize: Block) -> tuple[int, list[int]] | None:
+    """(position of the reduce, which reduce result each summary component is) when
+    ``summarize`` ends in one full ``reduce`` of one-axis tensors whose results it yields as
+    they are (as in affine and (max, argmax) summaries); else None."""
+    ops = summarize.ops
+    if len(ops) < 2 or ops[-2].name != "reduce":
+        return None
+    reduce, term = ops[-2], ops[-1]
+    k = reduce.attrs["arity"]
+    if any(x.type.rank != 1 for x in reduce.operands[:k]) or isinstance(reduce.results[0].type, TensorType):
+        return None
+    if any(o.name in ("reduce", "scan") for o in ops[:-2]):
+        return None
+    results = [id(r) for r in reduce.results]
+    if not term.operands or any(id(v) not in results for v in term.operands):
+        return None
+    return len(ops) - 2, [results.index(id(v)) for v in term.operands]
 
 
 class StructuredExpansion:
@@ -105,8 +169,9 @@ class StructuredExpansion:
         op.regions = [body, clone_block(combine, {})]
         return list(op.results)
 
-    def parallel(self, extents: list[Value], body, grain: int | None = None) -> None:
-        """A parallel loop nest; ``grain=1`` when every point is a whole block of work."""
+    def parallel(self, extents: list[Value], body, grain: int | None = None, begins: list[Value] | None = None) -> None:
+        """A parallel loop nest over [begin, extent) per axis (begin 0 by default); ``grain=1``
+        when every point is a whole block of work."""
         if not extents:  # no axis left (every axis reduced, keepdims): one point, no loop
             self.depth += 1
             try:
@@ -115,7 +180,7 @@ class StructuredExpansion:
                 self.depth -= 1
             return
         points = [Value(INDEX, f"p{k}") for k in range(len(extents))]
-        domains = [self.domain(e) for e in extents]
+        domains = [self.domain(e, b) for e, b in zip(extents, begins or [None] * len(extents))]
 
         def build():
             self.depth += 1
@@ -355,17 +420,33 @@ class StructuredExpansion:
         self.parallel([blocks], rescan_body, grain=1)
 
     # -- region_fold / region_scan (R2-R9) --------------------------------------------------------------
-    def inline_region(self, region: Block, args: list[Value]) -> list[Value]:
-        """Expand a copy of ``region`` with its arguments bound to ``args``; return its yields."""
+    def inline_region(self, region: Block, args: list[Value], into: list[Value | None] | None = None) -> list[Value]:
+        """Expand a copy of ``region`` with its arguments bound to ``args``; return its yields.
+
+        ``into``: per yielded tensor, a view of an output (``output_view``) that a structured
+        op yielding it as is writes straight into (the caller then skips its copy)."""
         from intentc.kir.rewrite import replace_uses
 
         copy = clone_block(region, {})
         replace_uses(copy, {id(a): v for a, v in zip(copy.args, args)})
         self.register(copy)
-        ops = self._block(copy)
+        term = copy.ops[-1]
+        for value, view in zip(term.operands, into or []):
+            if view is not None and list(term.operands).count(value) == 1:
+                self.destination[id(value)] = view
+        ops = _stores_through_views(self._block(copy), getattr(self, "output_views", {}))
         term = ops.pop()
         self.out.extend(ops)
         return list(term.operands)
+
+    def output_view(self, out: Value, start: Value, stop: Value) -> Value:
+        """``out[start:stop]`` as a write destination: stores into it are rewritten to ``out``."""
+        view = Op("view", [out, start, stop], [TensorType(out.type.dtype, (None,))], {"axes": ["range"]})
+        self.defs[id(view.result)] = view
+        if not hasattr(self, "output_views"):
+            self.output_views = {}
+        self.output_views[id(view.result)] = (out, start)
+        return view.result
 
     def segment_views(self, comps: list[Value], start: Value, stop: Value) -> list[Value]:
         """Axis-0 slices ``c[start:stop, ...]`` of every component (the checks hold by construction)."""
@@ -436,10 +517,23 @@ class StructuredExpansion:
             for old, new in zip(op.results, list(outputs) + list(final)):
                 replace[id(old)] = new
             return
-        size, blocks = self.block_size(n)
-        sums = self.summaries(op, comps, n, size, blocks, identity)
-        states = [self.buffer(v.type, [blocks], op.span) for v in init]
-        # Ordered: each block's incoming state is apply(prefix summary, init) (R6).
+        out_types = [r.type for r in op.results[:n_out]]
+        if any(t.rank != 1 for t in out_types):
+            raise error("region_scan outputs with more than one axis are not supported yet", op.span, rule="R7")
+        outputs = [self.result_buffer(r, r.type.dtype, [n], op.span) for r in op.results[:n_out]]
+        seeded = _seeded_scan(emit)
+        if seeded is not None:
+            final = self.seeded_region_scan(op, seeded, comps, identity, init, n, outputs)
+        else:
+            final = self.segmented_region_scan(op, comps, identity, init, n, outputs)
+        for old, new in zip(op.results, outputs + list(final)):
+            replace[id(old)] = new
+
+    def incoming_states(self, op: Op, states, sums, init, blocks: Value, identity, begin: Value | None = None):
+        """The ordered loop over blocks [begin, blocks) from ``identity``: stores each block's
+        incoming state ``apply(prefix, init)`` and combines its summary into the prefix (R6);
+        returns the final prefix summary."""
+        apply, combine = op.regions[2], op.regions[1]
         b = Value(INDEX, "b")
         accs = [Value(v.type, f"acc{j}") for j, v in enumerate(identity)]
 
@@ -450,38 +544,194 @@ class StructuredExpansion:
             return self.inline_region(combine, list(accs) + loaded)
 
         region = self._with_block([b] + accs, prefix_body)
-        loop = Op("for", [self.domain(blocks)] + list(identity), [v.type for v in identity], None, [region])
+        loop = Op("for", [self.domain(blocks, begin)] + list(identity), [v.type for v in identity], None, [region])
         self.out.append(loop)
-        final = self.inline_region(apply, list(loop.results) + list(init))
-        out_types = [r.type for r in op.results[:n_out]]
-        if any(t.rank != 1 for t in out_types):
-            raise error("region_scan outputs with more than one axis are not supported yet", op.span, rule="R7")
-        outputs = [self.result_buffer(r, r.type.dtype, [n], op.span) for r in op.results[:n_out]]
+        return list(loop.results)
 
-        def emit_body(points):
+    def segmented_region_scan(self, op: Op, comps, identity, init, n: Value, outputs) -> list[Value]:
+        """Blocks of ``block_size(n)`` members: summaries in parallel, incoming states in order,
+        then every block emitted in parallel; returns the final state."""
+        size, blocks = self.block_size(n)
+        sums = self.summaries(op, comps, n, size, blocks, identity)
+        states = [self.buffer(v.type, [blocks], op.span) for v in init]
+        total = self.incoming_states(op, states, sums, init, blocks, identity)
+
+        def segment(points):
             (blk,) = points
             start = self.ix("mul", blk, size)
-            stop = self.ix("min", n, self.ix("add", start, size))
-            incoming = [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result
-                        for buf in states]
-            pieces = self.inline_region(emit, self.segment_views(comps, start, stop) + incoming)
-            length = self.ix("sub", stop, start)
-            for piece, out in zip(pieces, outputs):
-                if out is None:
-                    continue
-                # emit's output has its slice's membership (R7): same length, written at the slice's place.
-                have = self.extent(piece, 0)
-                self.emit("assert_eq", [have, length], attrs={
+            incoming = [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result for buf in states]
+            self.emit_segment(op, comps, outputs, start, self.ix("min", n, self.ix("add", start, size)), incoming)
+
+        if any(out is not None for out in outputs):  # no output used: only the final state
+            self.parallel([blocks], segment, grain=1)
+        return self.inline_region(op.regions[2], total + list(init))
+
+    def seeded_region_scan(self, op: Op, seeded, comps, identity, init, n: Value, outputs) -> list[Value]:
+        """Sub-segments of CHAIN_SEGMENT members, in windows of WINDOW_GROUPS groups of
+        SCAN_CHAINS: per window, summaries in parallel, incoming states in order (the prefix
+        carried from window to window), then the window emitted in parallel while its
+        components are still in the cache. Returns the final state."""
+        size = self.c(CHAIN_SEGMENT)
+        blocks = self.ix("floordiv", self.ix("add", n, self.c(CHAIN_SEGMENT - 1)), size)
+        groups = self.ix("floordiv", self.ix("add", blocks, self.c(SCAN_CHAINS - 1)), self.c(SCAN_CHAINS))
+        windows = self.ix("floordiv", self.ix("add", groups, self.c(WINDOW_GROUPS - 1)), self.c(WINDOW_GROUPS))
+        sums = [self.buffer(v.type, [blocks], op.span) for v in identity]
+        states = [self.buffer(v.type, [blocks], op.span) for v in init]
+
+        def incoming(blk):
+            return [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result for buf in states]
+
+        def segment(blk):
+            start = self.ix("mul", blk, size)
+            self.emit_segment(op, comps, outputs, start, self.ix("min", n, self.ix("add", start, size)), incoming(blk))
+
+        w = Value(INDEX, "w")
+        accs = [Value(v.type, f"carry{j}") for j, v in enumerate(identity)]
+
+        def window():
+            g0 = self.ix("mul", w, self.c(WINDOW_GROUPS))
+            g1 = self.ix("min", groups, self.ix("add", g0, self.c(WINDOW_GROUPS)))
+            self.chained_summaries(op, comps, n, blocks, sums, g0, g1)
+            b0 = self.ix("mul", g0, self.c(SCAN_CHAINS))
+            b1 = self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))
+            total = self.incoming_states(op, states, sums, init, b1, accs, begin=b0)
+            if any(out is not None for out in outputs):  # no output used: only the final state
+                self.groups_of_chains(n, blocks, lambda first: self.chained_segments(op, seeded, comps, outputs, first,
+                                                                                      incoming), segment, g0, g1)
+            return total
+
+        region = self._with_block([w] + accs, window)
+        loop = Op("for", [self.domain(windows)] + list(identity), [v.type for v in identity], None, [region])
+        self.out.append(loop)
+        return self.inline_region(op.regions[2], list(loop.results) + list(init))
+
+    def emit_segment(self, op: Op, comps, outputs, start: Value, stop: Value, incoming: list[Value]) -> None:
+        """``emit`` of the slice [start, stop) from its incoming state, written at the slice's place."""
+        emit = op.regions[3]
+        views = [self.output_view(out, start, stop) if out is not None else None for out in outputs]
+        pieces = self.inline_region(emit, self.segment_views(comps, start, stop) + incoming, into=views)
+        length = self.ix("sub", stop, start)
+        for piece, out, view in zip(pieces, outputs, views):
+            if out is None or piece is view:  # unused, or written in place by the emit's scan
+                continue
+            # emit's output has its slice's membership (R7): same length, written at the slice's place.
+            self.emit("assert_eq", [self.extent(piece, 0), length], attrs={
+                "what": "region_scan: emit returned %lld members for a slice of %lld (R7)", "rule": "R7"})
+            t = Value(INDEX, "t")
+
+            def copy(piece=piece, out=out):
+                value = self.element(piece, [t], op.span, proven=True)
+                self.out.append(Op("store", [out, self.ix("add", start, t), value], attrs={"inbounds": [True]}))
+                return []
+
+            self.out.append(Op("for", [self.domain(length)], [], None, [self._with_block([t], copy)]))
+
+    def run_to(self, region: Block, position: int, args: list[Value]) -> tuple[Op, list[Value]]:
+        """Expand a copy of ``region`` on ``args`` up to (not including) its op at ``position``;
+        returns that op of the copy and its operands as expanded."""
+        from intentc.kir.rewrite import replace_uses
+
+        copy = clone_block(region, {})
+        replace_uses(copy, {id(a): v for a, v in zip(copy.args, args)})
+        self.register(copy)
+        target = copy.ops[position]
+        ops = self._block(Block([], copy.ops[:position] + [Op("yield", list(target.operands))]))
+        operands = ops.pop().operands
+        self.out.extend(ops)
+        return target, list(operands)
+
+    def groups_of_chains(self, n: Value, blocks: Value, chained, one, g0: Value, g1: Value) -> None:
+        """A parallel loop over the groups [g0, g1) of SCAN_CHAINS consecutive sub-segments:
+        ``chained(first)`` for a group of full sub-segments, else ``one(blk)`` for each of its
+        sub-segments."""
+
+        def body(points):
+            first = self.ix("mul", points[0], self.c(SCAN_CHAINS))
+            last = self.ix("add", first, self.c(SCAN_CHAINS))
+            full = self.emit("cmp", [self.ix("mul", last, self.c(CHAIN_SEGMENT)), n], [BOOL], {"pred": "le"}).result
+
+            def one_by_one():
+                blk = Value(INDEX, "blk")
+                loop_body = self._with_block([blk], lambda: (one(blk), [])[1])
+                self.out.append(Op("for", [self.domain(self.ix("min", last, blocks), first)], [], None, [loop_body]))
+                return []
+
+            self.out.append(Op("if", [full], [], None, [self._with_block([], lambda: (chained(first), [])[1]),
+                                                      self._with_block([], one_by_one)]))
+
+        self.parallel([g1], body, grain=1, begins=[g0])
+
+    def chained_summaries(self, op: Op, comps, n: Value, blocks: Value, buffers, g0: Value, g1: Value) -> None:
+        """Summaries of the sub-segments of groups [g0, g1) into ``buffers``. When
+        ``summarize`` is a plain reduce (``_plain_reduce``), SCAN_CHAINS sub-segments are
+        folded in one loop as independent chains, each in member order (as ``summarize``
+        alone would fold it)."""
+        summarize = op.regions[0]
+        plain = _plain_reduce(summarize)
+
+        def store(blk, values):
+            for buf, value in zip(buffers, values):
+                self.out.append(Op("store", [buf, blk, value], attrs={"inbounds": [True]}))
+
+        def one(blk):
+            start = self.ix("mul", blk, self.c(CHAIN_SEGMENT))
+            stop = self.ix("min", n, self.ix("add", start, self.c(CHAIN_SEGMENT)))
+            store(blk, self.inline_region(summarize, self.segment_views(comps, start, stop)))
+
+        def chained(first):
+            chains = []
+            for j in range(SCAN_CHAINS):
+                start = self.ix("mul", self.ix("add", first, self.c(j)), self.c(CHAIN_SEGMENT))
+                views = self.segment_views(comps, start, self.ix("add", start, self.c(CHAIN_SEGMENT)))
+                reduce, operands = self.run_to(summarize, plain[0], views)
+                k = reduce.attrs["arity"]
+                chains.append((reduce, operands[:k], operands[k:]))
+
+            def step(t, j, accs):
+                reduce, inputs, _ = chains[j]
+                return self.apply(reduce.regions[0], accs, [self.element(x, [t], op.span, proven=True) for x in inputs])
+
+            for j, total in enumerate(self.interleaved(self.c(CHAIN_SEGMENT), [c[2] for c in chains], step)):
+                store(self.ix("add", first, self.c(j)), [total[pick] for pick in plain[1]])
+
+        if plain is None:
+            self.parallel([self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))],
+                          lambda points: one(points[0]), grain=1, begins=[self.ix("mul", g0, self.c(SCAN_CHAINS))])
+        else:
+            self.groups_of_chains(n, blocks, chained, one, g0, g1)
+
+    def chained_segments(self, op: Op, seeded: tuple[int, list[int]], comps, outputs, first: Value,
+                         incoming) -> None:
+        """SCAN_CHAINS consecutive full sub-segments, from ``first``, emitted in one loop.
+
+        ``emit`` is a scan seeded from the incoming state (``_seeded_scan``): each sub-segment's
+        copy of the emit runs up to its scan (the seed), then the scans run as independent,
+        interleaved chains — each in member order, as the emit alone would run it — writing
+        their members in place. Same values as emitting the sub-segments one by one."""
+        emit = op.regions[3]
+        chains = []
+        for j in range(SCAN_CHAINS):
+            blk = self.ix("add", first, self.c(j))
+            start = self.ix("mul", blk, self.c(CHAIN_SEGMENT))
+            views = self.segment_views(comps, start, self.ix("add", start, self.c(CHAIN_SEGMENT)))
+            scan, operands = self.run_to(emit, seeded[0], views + incoming(blk))
+            k = scan.attrs["arity"]
+            inputs, identity = operands[:k], operands[k:2 * k]
+            start_acc = operands[2 * k:] if scan.attrs.get("has_init") else identity
+            for x in inputs:  # emit's output has its slice's membership (R7)
+                self.emit("assert_eq", [self.extent(x, 0), self.c(CHAIN_SEGMENT)], attrs={
                     "what": "region_scan: emit returned %lld members for a slice of %lld (R7)", "rule": "R7"})
-                t = Value(INDEX, "t")
+            chains.append((start, inputs, list(start_acc), scan))
 
-                def copy():
-                    value = self.element(piece, [t], op.span, proven=True)
-                    self.out.append(Op("store", [out, self.ix("add", start, t), value], attrs={"inbounds": [True]}))
-                    return []
+        def step(t, j, accs):
+            start, inputs, _, scan = chains[j]
+            items = [self.element(x, [t], op.span, proven=True) for x in inputs]
+            combined = self.apply(scan.regions[0], accs, items)
+            values = accs if scan.attrs["exclusive"] else combined
+            at = self.ix("add", start, t)
+            for out, pick in zip(outputs, seeded[1]):
+                if out is not None:
+                    self.out.append(Op("store", [out, at, values[pick]], attrs={"inbounds": [True]}))
+            return combined
 
-                self.out.append(Op("for", [self.domain(length)], [], None, [self._with_block([t], copy)]))
-
-        self.parallel([blocks], emit_body, grain=1)
-        for old, new in zip(op.results, outputs + list(final)):
-            replace[id(old)] = new
+        self.interleaved(self.c(CHAIN_SEGMENT), [c[2] for c in chains], step)

@@ -255,3 +255,113 @@ def test_laws_sanitizer_flags_a_selective_scan_apply_without_the_decay():
     with pytest.raises(LawViolation) as info:
         intentc.interpret(broken, "selective_scan", *_ssm_inputs(np.random.default_rng(7), 1, 30), sanitize="laws")
     assert "R6" in str(info.value) and "step_apply" in str(info.value)
+
+
+# ---- the chained lowering of seeded scans (structured_expansion: CHAIN_SEGMENT, SCAN_CHAINS) ----
+CHAINED = """
+import intent as I
+
+@intent.fn
+def add2(a: (i64, i64), b: (i64, i64)) -> (i64, i64):
+    return (a[0] + b[0], a[1] + b[1])
+
+@intent.fn
+def sums(x: i64[S], y: i64[S]) -> (i64, i64):
+    return I.reduce((x, y), combine=add2, identity=(0, 0))
+
+@intent.fn
+def doubled_sums_by_builtins(x: i64[S], y: i64[S]) -> (i64, i64):
+    return (I.sum(x * 2), I.sum(y))
+
+@intent.fn
+def carry(s: (i64, i64), st: (i64, i64)) -> (i64, i64):
+    return add2(st, s)
+
+@intent.fn
+def running(x: i64[S], y: i64[S], st: (i64, i64)) -> (i64[S], i64[S]):
+    return I.scan((x, y), combine=add2, identity=(0, 0), init=st)
+
+@intent.fn
+def running_swapped_exclusive(x: i64[S], y: i64[S], st: (i64, i64)) -> (i64[S], i64[S]):
+    p, q = I.scan((x * 2, y), combine=add2, identity=(0, 0), init=st, exclusive=True)
+    return (q, p)
+
+@intent.fn
+def running_then_negated(x: i64[S], y: i64[S], st: (i64, i64)) -> (i64[S], i64[S]):
+    p, q = I.scan((x, y), combine=add2, identity=(0, 0), init=st)
+    return (-p, q)
+
+@intent.kernel
+def seeded(x: i64[N], y: i64[N]) -> (i64[N], i64[N]):
+    p, q, fp, fq = I.region_scan(x.axis(0), (x, y), summarize=sums, combine=add2, identity=(0, 0),
+                                 apply=carry, emit=running, init=(5, -7))
+    return (p, q)
+
+@intent.kernel
+def seeded_builtin_summary(x: i64[N], y: i64[N], last: mut i64[2]) -> (i64[N], i64[N]):
+    p, q, fp, fq = I.region_scan(x.axis(0), (x, y), summarize=doubled_sums_by_builtins, combine=add2, identity=(0, 0),
+                                 apply=carry, emit=running_swapped_exclusive, init=(5, -7))
+    last[0] = fp
+    last[1] = fq
+    return (p, q)
+
+@intent.kernel
+def not_seeded(x: i64[N], y: i64[N]) -> (i64[N], i64[N]):
+    p, q, fp, fq = I.region_scan(x.axis(0), (x, y), summarize=sums, combine=add2, identity=(0, 0),
+                                 apply=carry, emit=running_then_negated, init=(5, -7))
+    return (p, q)
+"""
+GROUP = 8 * (4096 + 17)  # SCAN_CHAINS sub-segments of CHAIN_SEGMENT members
+
+
+@pytest.fixture(scope="module")
+def chained(differential):
+    return differential.build(CHAINED)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4113, GROUP - 1, GROUP, GROUP + 1, 3 * GROUP + 4200, 32 * GROUP, 65 * GROUP + 9000])
+def test_chained_emit_equals_serial_scan(chained, n):
+    """Integer states: any segmentation gives the serial result exactly, so the chained
+    groups (full ones), the one-by-one tail, their seams and the windows of WINDOW_GROUPS
+    groups (the prefix carried from one to the next) are checked bit for bit."""
+    rng = np.random.default_rng(n)
+    x, y = rng.integers(-1000, 1000, n), rng.integers(-1000, 1000, n)
+    p, q = chained.seeded(x, y)
+    np.testing.assert_array_equal(p, 5 + np.cumsum(x))
+    np.testing.assert_array_equal(q, -7 + np.cumsum(y))
+    # The summary by builtin sums (not a plain reduce) is computed one sub-segment at a time;
+    # the emit yields an exclusive scan of an expression, its results swapped.
+    last = np.zeros(2, np.int64)
+    q2, p2 = chained.seeded_builtin_summary(x, y, last)
+    np.testing.assert_array_equal(p2, 5 + np.concatenate([[0], np.cumsum(2 * x)[:-1]]) if n else p2)
+    np.testing.assert_array_equal(q2, -7 + np.concatenate([[0], np.cumsum(y)[:-1]]) if n else q2)
+    np.testing.assert_array_equal(last, [5 + 2 * x.sum(), -7 + y.sum()])
+    # An emit that is more than a scan goes through the general path.
+    p3, q3 = chained.not_seeded(x, y)
+    np.testing.assert_array_equal(p3, -(5 + np.cumsum(x)))
+    np.testing.assert_array_equal(q3, -7 + np.cumsum(y))
+
+
+def test_chained_emit_is_used_for_seeded_scans(monkeypatch):
+    """Which region scans take the chained lowering: a seeded emit chains its scans, a plain
+    reduce summary chains its folds; the others are emitted one slice at a time."""
+    from intentc.driver import frontend
+    from intentc.lower import structured_expansion as se
+    from intentc.lower.pipeline import lower
+
+    calls = []
+    for name in ("chained_summaries", "chained_segments"):
+        original = getattr(se.StructuredExpansion, name)
+
+        def spy(self, *args, _original=original, _name=name, **kwargs):
+            calls.append((self.func.name, _name))
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(se.StructuredExpansion, name, spy)
+    monkeypatch.setattr(se, "_plain_reduce", lambda block, _f=se._plain_reduce: calls.append(
+        ("plain", _f(block) is not None)) or _f(block))
+    lower(frontend(CHAINED, "chained.intent"))
+    assert ("seeded", "chained_summaries") in calls and ("seeded", "chained_segments") in calls
+    assert ("seeded_builtin_summary", "chained_segments") in calls
+    assert ("plain", True) in calls and ("plain", False) in calls  # sums vs doubled_sums_by_builtins
+    assert not any(kernel == "not_seeded" for kernel, _ in calls)

@@ -28,7 +28,7 @@ from intentc.lower.memory_lowering import ATOMIC_OPS, lower_atomic
 from intentc.lower.scaled_lowering import lower_scaled_tiles
 from intentc.lower.sparse_lowering import lower_sparse_tiles
 
-FOLD_CHAINS = 4  # independent chains of an ordered fold (instruction-level parallelism)
+FOLD_CHAINS = 8  # independent chains of an ordered fold (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 _CODES = {"S1": "INTENT_E_SHAPE", "S3": "INTENT_E_SHAPE"}
 _PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"}
