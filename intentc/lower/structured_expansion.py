@@ -23,8 +23,8 @@ from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 from intentc.lower.region_laws import check_region_laws
 
 MIN_BLOCK = 4096
-MAX_BLOCKS = 256
-LANES = 8  # independent chains of an ordered scan line (instruction-level parallelism)
+MAX_BLOCKS = 1024
+LANES = 4  # independent chains of an ordered scan line (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 # A region scan whose emit is a seeded scan (``_seeded_scan``) cuts its axis into sub-segments
 # of CHAIN_SEGMENT members and emits SCAN_CHAINS of them at a time as interleaved chains. The
