@@ -7,12 +7,30 @@ An extent is an int literal, a name, or ``+ - * //`` over those. The text form
 from __future__ import annotations
 
 import ast as pyast
+import re
 
 _OPS = {pyast.Add: "add", pyast.Sub: "sub", pyast.Mult: "mul", pyast.FloorDiv: "floordiv"}
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
 def _parse(text: str) -> pyast.expr:
-    tree = pyast.parse(text, mode="eval").body
+    # Names are swapped for placeholders while Python parses the arithmetic, so an extent
+    # may be called anything the Intent grammar allows (``import``, ``None``, ``if``).
+    originals: list[str] = []
+
+    def placeholder(match: re.Match) -> str:
+        originals.append(match.group(0))
+        return f"_extent_{len(originals) - 1}"
+
+    try:
+        tree = pyast.parse(_NAME.sub(placeholder, text), mode="eval").body
+    except SyntaxError:
+        raise ValueError(f"not an extent expression: {text!r}") from None
+    for node in pyast.walk(tree):
+        if isinstance(node, pyast.Name):
+            node.id = originals[int(node.id.rsplit("_", 1)[1])]
     for node in pyast.walk(tree):
         if not isinstance(node, (pyast.BinOp, pyast.Name, pyast.Constant, pyast.Load) + tuple(_OPS)):
             raise ValueError(f"not an extent expression: {text!r}")

@@ -200,3 +200,20 @@ def k(x: f32[N], o: mut f32[N]):
 """
     text = _diagnosed(source, "defined twice")
     assert "undefined" not in text
+
+
+def test_extents_named_like_python_keywords(tmp_path):
+    """An extent the grammar accepts is any name, Python keywords included (the extent
+    text used to go through Python's parser): an unknown one is an S1 diagnostic, a known
+    one sizes the result."""
+    unknown = "import intent as I\n\n@intent.kernel\ndef k(x: f32[M, N]) -> f32[import, N]:\n    return x\n"
+    text = _diagnosed(unknown, "result extent 'import'")
+    assert "[S1]" in text
+    plain = "import intent as I\n\n@intent.kernel\ndef k(x: f32[import, if]) -> f32[import, if]:\n    return x * 2.0\n"
+    path = tmp_path / "keywords.intent"
+    path.write_text(plain)
+    from intentc.driver import build
+
+    build(path, tmp_path / "keywords.so")
+    m = intentc.load(str(tmp_path / "keywords.so"))
+    np.testing.assert_array_equal(m.k(np.ones((2, 3), np.float32)), np.full((2, 3), 2, np.float32))
