@@ -529,13 +529,13 @@ class StructuredExpansion:
         for old, new in zip(op.results, outputs + list(final)):
             replace[id(old)] = new
 
-    def incoming_states(self, op: Op, states, sums, init, blocks: Value, identity, begin: Value | None = None):
-        """The ordered loop over blocks [begin, blocks) from ``identity``: stores each block's
-        incoming state ``apply(prefix, init)`` and combines its summary into the prefix (R6);
-        returns the final prefix summary."""
+    def incoming_states(self, op: Op, states, sums, init, blocks: Value, start, begin: Value | None = None):
+        """The ordered loop over blocks [begin, blocks), the prefix summary starting at
+        ``start``: stores each block's incoming state ``apply(prefix, init)`` and combines its
+        summary into the prefix (R6); returns the final prefix summary."""
         apply, combine = op.regions[2], op.regions[1]
         b = Value(INDEX, "b")
-        accs = [Value(v.type, f"acc{j}") for j, v in enumerate(identity)]
+        accs = [Value(v.type, f"acc{j}") for j, v in enumerate(start)]
 
         def prefix_body():
             for buf, value in zip(states, self.inline_region(apply, list(accs) + list(init))):
@@ -544,7 +544,7 @@ class StructuredExpansion:
             return self.inline_region(combine, list(accs) + loaded)
 
         region = self._with_block([b] + accs, prefix_body)
-        loop = Op("for", [self.domain(blocks, begin)] + list(identity), [v.type for v in identity], None, [region])
+        loop = Op("for", [self.domain(blocks, begin)] + list(start), [v.type for v in start], None, [region])
         self.out.append(loop)
         return list(loop.results)
 
