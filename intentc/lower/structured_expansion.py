@@ -129,6 +129,10 @@ class StructuredExpansion:
                 t = self.ix("floordiv", t, extents[k])
         return coords
 
+    def loads(self, buffers: list[Value], index: Value) -> list[Value]:
+        """Element ``index`` of each one-axis buffer (in bounds by construction)."""
+        return [self.emit("load", [buf, index], [buf.type.dtype], {"inbounds": [True]}).result for buf in buffers]
+
     def buffer(self, dtype, extents: list[Value], span) -> Value:
         """Kernel-local storage; inside a parallel loop each point gets its own (freed by the task)."""
         static = tuple(None for _ in extents)
@@ -403,7 +407,7 @@ class StructuredExpansion:
         def prefix_body():
             for buf, acc in zip(prefix, accs):
                 self.out.append(Op("store", [buf, b, acc], attrs={"inbounds": [True]}))
-            loaded = [self.emit("load", [buf, b], [buf.type.dtype], {"inbounds": [True]}).result for buf in totals]
+            loaded = self.loads(totals, b)
             return self.apply(combine, accs, loaded)
 
         region = self._with_block([b] + accs, prefix_body)
@@ -481,7 +485,7 @@ class StructuredExpansion:
     def ordered_combine(self, op: Op, buffers, count: Value, identity) -> list[Value]:
         """combine(...combine(identity, s0)..., s_{count-1}) in block order (R3: never permuted)."""
         def element(t):
-            return [self.emit("load", [buf, t], [buf.type.dtype], {"inbounds": [True]}).result for buf in buffers]
+            return self.loads(buffers, t)
         return self.fold(count, identity, element, op.regions[1], op.span)
 
     def materialize_region_fold(self, op: Op, replace: dict) -> None:
@@ -540,7 +544,7 @@ class StructuredExpansion:
         def prefix_body():
             for buf, value in zip(states, self.inline_region(apply, list(accs) + list(init))):
                 self.out.append(Op("store", [buf, b, value], attrs={"inbounds": [True]}))
-            loaded = [self.emit("load", [buf, b], [buf.type.dtype], {"inbounds": [True]}).result for buf in sums]
+            loaded = self.loads(sums, b)
             return self.inline_region(combine, list(accs) + loaded)
 
         region = self._with_block([b] + accs, prefix_body)
@@ -556,14 +560,9 @@ class StructuredExpansion:
         states = [self.buffer(v.type, [blocks], op.span) for v in init]
         total = self.incoming_states(op, states, sums, init, blocks, identity)
 
-        def segment(points):
-            (blk,) = points
-            start = self.ix("mul", blk, size)
-            incoming = [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result for buf in states]
-            self.emit_segment(op, comps, outputs, start, self.ix("min", n, self.ix("add", start, size)), incoming)
-
         if any(out is not None for out in outputs):  # no output used: only the final state
-            self.parallel([blocks], segment, grain=1)
+            self.parallel([blocks], lambda points: self.emit_block(op, comps, outputs, states, n, size, points[0]),
+                          grain=1)
         return self.inline_region(op.regions[2], total + list(init))
 
     def seeded_region_scan(self, op: Op, seeded, comps, identity, init, n: Value, outputs) -> list[Value]:
@@ -579,11 +578,10 @@ class StructuredExpansion:
         states = [self.buffer(v.type, [blocks], op.span) for v in init]
 
         def incoming(blk):
-            return [self.emit("load", [buf, blk], [buf.type.dtype], {"inbounds": [True]}).result for buf in states]
+            return self.loads(states, blk)
 
         def segment(blk):
-            start = self.ix("mul", blk, size)
-            self.emit_segment(op, comps, outputs, start, self.ix("min", n, self.ix("add", start, size)), incoming(blk))
+            self.emit_block(op, comps, outputs, states, n, size, blk)
 
         w = Value(INDEX, "w")
         accs = [Value(v.type, f"carry{j}") for j, v in enumerate(identity)]
@@ -604,6 +602,12 @@ class StructuredExpansion:
         loop = Op("for", [self.domain(windows)] + list(identity), [v.type for v in identity], None, [region])
         self.out.append(loop)
         return self.inline_region(op.regions[2], list(loop.results) + list(init))
+
+    def emit_block(self, op: Op, comps, outputs, states, n: Value, size: Value, blk: Value) -> None:
+        """``emit`` of block ``blk`` (members [blk·size, min(n, (blk + 1)·size))) from its state."""
+        start = self.ix("mul", blk, size)
+        self.emit_segment(op, comps, outputs, start, self.ix("min", n, self.ix("add", start, size)),
+                          self.loads(states, blk))
 
     def emit_segment(self, op: Op, comps, outputs, start: Value, stop: Value, incoming: list[Value]) -> None:
         """``emit`` of the slice [start, stop) from its incoming state, written at the slice's place."""
