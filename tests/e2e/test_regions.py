@@ -9,6 +9,7 @@ import pytest
 
 import intentc
 from intentc.kir.interp_structured import LawViolation
+from intentc.lower.structured_expansion import CHAIN_SEGMENT, SCAN_CHAINS, WINDOW_GROUPS
 from region_programs import AFFINE_AND_RUNNING_MAX  # tests/e2e/region_programs.py
 
 SOURCE = """
@@ -264,7 +265,7 @@ def not_seeded(x: i64[N], y: i64[N]) -> (i64[N], i64[N]):
                                  apply=carry, emit=running_then_negated, init=(5, -7))
     return (p, q)
 """
-GROUP = 8 * (4096 + 17)  # SCAN_CHAINS sub-segments of CHAIN_SEGMENT members
+GROUP = SCAN_CHAINS * CHAIN_SEGMENT  # a group of sub-segments, emitted as interleaved chains
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +273,9 @@ def chained(differential):
     return differential.build(CHAINED)
 
 
-@pytest.mark.parametrize("n", [0, 1, 4113, GROUP - 1, GROUP, GROUP + 1, 3 * GROUP + 4200, 32 * GROUP, 65 * GROUP + 9000])
+@pytest.mark.parametrize("n", [0, 1, 4113, GROUP - 1, GROUP, GROUP + 1, 3 * GROUP + 4200, WINDOW_GROUPS * GROUP,
+                               WINDOW_GROUPS * GROUP + 1, 2 * WINDOW_GROUPS * GROUP - 1, 2 * WINDOW_GROUPS * GROUP + 4113 + 5,
+                               3 * WINDOW_GROUPS * GROUP + 9000])
 def test_chained_emit_equals_serial_scan(chained, n):
     """Integer states: any segmentation gives the serial result exactly, so the chained
     groups (full ones), the one-by-one tail, their seams and the windows of WINDOW_GROUPS
