@@ -573,8 +573,7 @@ def _softmax_bound(want: np.ndarray) -> np.ndarray:
     order or grouping, plus a few roundings of exp, rescaling and the division; 2e-5 where
     that is smaller. Rows of similar terms (the row of +80s) do accumulate errors of one
     sign, so a bound that grows like sqrt(C) would not hold."""
-    cols = want.shape[1] if want.ndim == 2 else 1
-    return np.maximum(2e-5, (cols + 16) * 2.0 ** -24) * want + 1e-30
+    return max(2e-5, (want.shape[1] + 16) * 2.0 ** -24) * want + 1e-30
 
 
 def check_online_softmax(m) -> str:

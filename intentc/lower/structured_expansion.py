@@ -27,17 +27,18 @@ MAX_BLOCKS = 1024
 LANES = 4  # independent chains of an ordered scan line (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 # A region scan whose emit is a seeded scan (``_seeded_scan``) cuts its axis into sub-segments
-# of CHAIN_SEGMENT members and emits groups of SCAN_CHAINS of them as interleaved chains. The
+# of CHAIN_SEGMENT members and emits SCAN_CHAINS of them at a time as interleaved chains. The
 # size is fixed (results depend on nothing else) and not a multiple of 1024, so the chains'
 # addresses do not alias in the cache; with a constant distance between chains they share
 # one address register per array. Four chains: eight (two accumulators each in a summary)
 # spill on targets with 16 vector registers, and each chain is one more memory stream.
 CHAIN_SEGMENT = 4096 + 17
 SCAN_CHAINS = 4
-# Windows of this many groups (about 2 MB of f32 components): one window is emitted while
-# the next is summarised, and the emit reads components its summary brought into the cache.
-# Neither the chains nor the windows change a value.
-WINDOW_GROUPS = 16
+# Windows of this many groups (about 6 MB of f32 components and results) are summarised and
+# then emitted before the next, so the emit reads its components from the cache. Neither the
+# chains nor the windows change a value.
+WINDOW_GROUPS = 32
+
 
 def _regroupable(combine: Block) -> bool:
     """Free regrouping (LLVM's ``reassoc``) only for one builtin associative, commutative op:
@@ -567,12 +568,10 @@ class StructuredExpansion:
         return self.inline_region(op.regions[2], total + list(init))
 
     def seeded_region_scan(self, op: Op, seeded, comps, identity, init, n: Value, outputs) -> list[Value]:
-        """Sub-segments of CHAIN_SEGMENT members, in groups of SCAN_CHAINS and windows of
-        WINDOW_GROUPS groups. The summaries and incoming states of window 0 come first; then
-        one parallel loop per window emits it while it summarises the next window (a group
-        of each in one loop of interleaved chains), and the next window's incoming states
-        follow in order, the prefix carried from window to window. The emit reads components
-        the previous step brought into the cache. Returns the final state."""
+        """Sub-segments of CHAIN_SEGMENT members, in windows of WINDOW_GROUPS groups of
+        SCAN_CHAINS: per window, summaries in parallel, incoming states in order (the prefix
+        carried from window to window), then the window emitted in parallel while its
+        components are still in the cache. Returns the final state."""
         size = self.c(CHAIN_SEGMENT)
         blocks = self.ix("floordiv", self.ix("add", n, self.c(CHAIN_SEGMENT - 1)), size)
         groups = self.ix("floordiv", self.ix("add", blocks, self.c(SCAN_CHAINS - 1)), self.c(SCAN_CHAINS))
@@ -580,105 +579,31 @@ class StructuredExpansion:
         sums = [self.buffer(v.type, [blocks], op.span) for v in identity]
         states = [self.buffer(v.type, [blocks], op.span) for v in init]
 
-        def window_end(g0: Value) -> Value:
-            return self.ix("min", groups, self.ix("add", g0, self.c(WINDOW_GROUPS)))
-
-        w = Value(INDEX, "w")
-        accs = [Value(v.type, f"carry{j}") for j, v in enumerate(identity)]
-        if all(out is None for out in outputs):  # no output used: only the final state
-            def summaries_only():
-                g0 = self.ix("mul", w, self.c(WINDOW_GROUPS))
-                g1 = window_end(g0)
-                self.chained_summaries(op, comps, n, blocks, sums, g0, g1)
-                return self.incoming_states(op, states, sums, init, self.first_block(g1, blocks), accs, begin=self.first_block(g0, blocks))
-
-            loop = self.carried_loop(windows, [w] + accs, identity, summaries_only)
-            return self.inline_region(op.regions[2], loop + list(init))
-
-        first_end = window_end(self.c(0))
-        self.chained_summaries(op, comps, n, blocks, sums, self.c(0), first_end)
-        carry = self.incoming_states(op, states, sums, init, self.first_block(first_end, blocks), identity)
-
-        def emit_and_summarise():
-            g0 = self.ix("mul", w, self.c(WINDOW_GROUPS))
-            g1 = window_end(g0)
-            g2 = window_end(g1)
-            self.emit_while_summarising(op, seeded, comps, n, blocks, outputs, sums, states, g0, g1, g2)
-            return self.incoming_states(op, states, sums, init, self.first_block(g2, blocks), accs, begin=self.first_block(g1, blocks))
-
-        loop = self.carried_loop(windows, [w] + accs, carry, emit_and_summarise)
-        return self.inline_region(op.regions[2], loop + list(init))
-
-    def carried_loop(self, count: Value, args: list[Value], start: list[Value], body) -> list[Value]:
-        """An ordered loop over [0, count) whose body (on ``args``: the index, then the carried
-        values) yields the next carried values; returns the last ones."""
-        region = self._with_block(args, body)
-        loop = Op("for", [self.domain(count)] + list(start), [v.type for v in start], None, [region])
-        self.out.append(loop)
-        return list(loop.results)
-
-    def emit_while_summarising(self, op: Op, seeded, comps, n: Value, blocks: Value, outputs, sums, states,
-                               g0: Value, g1: Value, g2: Value) -> None:
-        """One parallel loop over k in [0, WINDOW_GROUPS): emits group g0 + k (of the window
-        [g0, g1)) and summarises group g1 + k (of the window [g1, g2)). When the summarised
-        group is full (so is the emitted one) and ``summarize`` a plain reduce, both run in
-        one loop as 2·SCAN_CHAINS interleaved chains; else one after the other."""
-        plain = _plain_reduce(op.regions[0])
-
         def incoming(blk):
             return self.loads(states, blk)
 
-        def emit_group(first):
-            self.chained_segments(op, seeded, comps, outputs, first, incoming)
+        def segment(blk):
+            self.emit_block(op, comps, outputs, states, n, size, blk)
 
-        def emit_one(blk):
-            self.emit_block(op, comps, outputs, states, n, self.c(CHAIN_SEGMENT), blk)
+        w = Value(INDEX, "w")
+        accs = [Value(v.type, f"carry{j}") for j, v in enumerate(identity)]
 
-        def body(points):
-            (k,) = points
-            emitted = self.ix("add", g0, k)
-            summarised = self.ix("add", g1, k)
+        def window():
+            g0 = self.ix("mul", w, self.c(WINDOW_GROUPS))
+            g1 = self.ix("min", groups, self.ix("add", g0, self.c(WINDOW_GROUPS)))
+            self.chained_summaries(op, comps, n, blocks, sums, g0, g1)
+            b0 = self.ix("mul", g0, self.c(SCAN_CHAINS))
+            b1 = self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))
+            total = self.incoming_states(op, states, sums, init, b1, accs, begin=b0)
+            if any(out is not None for out in outputs):  # no output used: only the final state
+                self.groups_of_chains(n, blocks, lambda first: self.chained_segments(op, seeded, comps, outputs, first,
+                                                                                      incoming), segment, g0, g1)
+            return total
 
-            def fused():
-                first = self.ix("mul", emitted, self.c(SCAN_CHAINS))
-                later = self.ix("mul", summarised, self.c(SCAN_CHAINS))
-                starts, emit_step = self.emit_chains(op, seeded, comps, outputs, first, incoming)
-                sum_starts, sum_step, store = self.summary_chains(op, plain, comps, sums, later)
-                split = len(starts)
-
-                def step(t, j, accs):
-                    return emit_step(t, j, accs) if j < split else sum_step(t, j - split, accs)
-
-                store(self.interleaved(self.c(CHAIN_SEGMENT), starts + sum_starts, step)[split:])
-                return []
-
-            def apart():
-                self.when(self.less(emitted, g1),
-                          lambda: self.group_of_chains(n, blocks, emitted, emit_group, emit_one))
-                self.when(self.less(summarised, g2),
-                          lambda: self.summary_group(op, plain, comps, n, blocks, sums, summarised))
-                return []
-
-            if plain is None:
-                apart()
-                return
-            self.out.append(Op("if", [self.group_is_full(summarised, n)], [], None,
-                               [self._with_block([], fused), self._with_block([], apart)]))
-
-        self.parallel([self.c(WINDOW_GROUPS)], body, grain=1)
-
-    def less(self, a: Value, b: Value) -> Value:
-        return self.emit("cmp", [a, b], [BOOL], {"pred": "lt"}).result
-
-    def when(self, condition: Value, build) -> None:
-        """``build()`` (which emits ops) only when ``condition`` holds."""
-        self.out.append(Op("if", [condition], [], None,
-                           [self._with_block([], lambda: (build(), [])[1]), self._with_block([], lambda: [])]))
-
-    def group_is_full(self, group: Value, n: Value) -> Value:
-        """Whether all SCAN_CHAINS sub-segments of ``group`` are full (CHAIN_SEGMENT members each)."""
-        last = self.ix("add", self.ix("mul", group, self.c(SCAN_CHAINS)), self.c(SCAN_CHAINS))
-        return self.emit("cmp", [self.ix("mul", last, self.c(CHAIN_SEGMENT)), n], [BOOL], {"pred": "le"}).result
+        region = self._with_block([w] + accs, window)
+        loop = Op("for", [self.domain(windows)] + list(identity), [v.type for v in identity], None, [region])
+        self.out.append(loop)
+        return self.inline_region(op.regions[2], list(loop.results) + list(init))
 
     def emit_block(self, op: Op, comps, outputs, states, n: Value, size: Value, blk: Value) -> None:
         """``emit`` of block ``blk`` (members [blk·size, min(n, (blk + 1)·size))) from its state."""
@@ -721,98 +646,74 @@ class StructuredExpansion:
         self.out.extend(ops)
         return target, list(operands)
 
-    def group_of_chains(self, n: Value, blocks: Value, group: Value, chained, one) -> None:
-        """``chained(first)`` for a group of full sub-segments, else ``one(blk)`` for each of
-        its sub-segments (the tail of the axis)."""
-        self.out.append(Op("if", [self.group_is_full(group, n)], [], None,
-                           [self._with_block([], lambda: (chained(self.first_block(group, blocks)), [])[1]),
-                            self._with_block([], lambda: (self.each_block(group, blocks, one), [])[1])]))
+    def groups_of_chains(self, n: Value, blocks: Value, chained, one, g0: Value, g1: Value) -> None:
+        """A parallel loop over the groups [g0, g1) of SCAN_CHAINS consecutive sub-segments:
+        ``chained(first)`` for a group of full sub-segments, else ``one(blk)`` for each of its
+        sub-segments."""
 
-    def first_block(self, group: Value, blocks: Value) -> Value:
-        """The first sub-segment of ``group`` (``blocks`` past the end)."""
-        return self.ix("min", blocks, self.ix("mul", group, self.c(SCAN_CHAINS)))
+        def body(points):
+            first = self.ix("mul", points[0], self.c(SCAN_CHAINS))
+            last = self.ix("add", first, self.c(SCAN_CHAINS))
+            full = self.emit("cmp", [self.ix("mul", last, self.c(CHAIN_SEGMENT)), n], [BOOL], {"pred": "le"}).result
 
-    def each_block(self, group: Value, blocks: Value, one) -> None:
-        """``one(blk)`` for each sub-segment of ``group``, in an ordered loop."""
-        blk = Value(INDEX, "blk")
-        body = self._with_block([blk], lambda: (one(blk), [])[1])
-        end = self.first_block(self.ix("add", group, self.c(1)), blocks)
-        self.out.append(Op("for", [self.domain(end, self.first_block(group, blocks))], [], None, [body]))
+            def one_by_one():
+                blk = Value(INDEX, "blk")
+                loop_body = self._with_block([blk], lambda: (one(blk), [])[1])
+                self.out.append(Op("for", [self.domain(self.ix("min", last, blocks), first)], [], None, [loop_body]))
+                return []
+
+            self.out.append(Op("if", [full], [], None, [self._with_block([], lambda: (chained(first), [])[1]),
+                                                      self._with_block([], one_by_one)]))
+
+        self.parallel([g1], body, grain=1, begins=[g0])
 
     def chained_summaries(self, op: Op, comps, n: Value, blocks: Value, buffers, g0: Value, g1: Value) -> None:
-        """Summaries of the sub-segments of groups [g0, g1) into ``buffers``, in parallel
-        (``summary_group`` for each group)."""
-        plain = _plain_reduce(op.regions[0])
-        if plain is None:
-            self.parallel([self.first_block(g1, blocks)], lambda points: self.summary_one(op, comps, n, buffers, points[0]),
-                          grain=1, begins=[self.first_block(g0, blocks)])
-        else:
-            self.parallel([g1], lambda points: self.summary_group(op, plain, comps, n, blocks, buffers, points[0]),
-                          grain=1, begins=[g0])
+        """Summaries of the sub-segments of groups [g0, g1) into ``buffers``. When
+        ``summarize`` is a plain reduce (``_plain_reduce``), SCAN_CHAINS sub-segments are
+        folded in one loop as independent chains, each in member order (as ``summarize``
+        alone would fold it)."""
+        summarize = op.regions[0]
+        plain = _plain_reduce(summarize)
 
-    def summary_one(self, op: Op, comps, n: Value, buffers, blk: Value) -> None:
-        """``summarize`` of sub-segment ``blk``, stored at ``blk``."""
-        start = self.ix("mul", blk, self.c(CHAIN_SEGMENT))
-        stop = self.ix("min", n, self.ix("add", start, self.c(CHAIN_SEGMENT)))
-        for buf, value in zip(buffers, self.inline_region(op.regions[0], self.segment_views(comps, start, stop))):
-            self.out.append(Op("store", [buf, blk, value], attrs={"inbounds": [True]}))
+        def store(blk, values):
+            for buf, value in zip(buffers, values):
+                self.out.append(Op("store", [buf, blk, value], attrs={"inbounds": [True]}))
 
-    def summary_group(self, op: Op, plain, comps, n: Value, blocks: Value, buffers, group: Value) -> None:
-        """Summaries of the sub-segments of ``group``: as interleaved chains (``summary_chains``)
-        when it is full and ``summarize`` a plain reduce, else one by one."""
         def one(blk):
-            self.summary_one(op, comps, n, buffers, blk)
-
-        if plain is None:
-            self.each_block(group, blocks, one)
-            return
+            start = self.ix("mul", blk, self.c(CHAIN_SEGMENT))
+            stop = self.ix("min", n, self.ix("add", start, self.c(CHAIN_SEGMENT)))
+            store(blk, self.inline_region(summarize, self.segment_views(comps, start, stop)))
 
         def chained(first):
-            starts, step, store = self.summary_chains(op, plain, comps, buffers, first)
-            store(self.interleaved(self.c(CHAIN_SEGMENT), starts, step))
+            chains = []
+            for j in range(SCAN_CHAINS):
+                start = self.ix("mul", self.ix("add", first, self.c(j)), self.c(CHAIN_SEGMENT))
+                views = self.segment_views(comps, start, self.ix("add", start, self.c(CHAIN_SEGMENT)))
+                reduce, operands = self.run_to(summarize, plain[0], views)
+                k = reduce.attrs["arity"]
+                chains.append((reduce, operands[:k], operands[k:]))
 
-        self.group_of_chains(n, blocks, group, chained, one)
+            def step(t, j, accs):
+                reduce, inputs, _ = chains[j]
+                return self.apply(reduce.regions[0], accs, [self.element(x, [t], op.span, proven=True) for x in inputs])
 
-    def summary_chains(self, op: Op, plain, comps, buffers, first: Value):
-        """The SCAN_CHAINS full sub-segments from ``first`` folded as independent chains, each
-        in member order (as ``summarize``, a plain reduce, alone would fold it). Returns the
-        chains' start tuples, their step (``interleaved``) and a function that stores the
-        final tuples as the sub-segments' summaries."""
-        summarize = op.regions[0]
-        chains = []
-        for j in range(SCAN_CHAINS):
-            start = self.ix("mul", self.ix("add", first, self.c(j)), self.c(CHAIN_SEGMENT))
-            views = self.segment_views(comps, start, self.ix("add", start, self.c(CHAIN_SEGMENT)))
-            reduce, operands = self.run_to(summarize, plain[0], views)
-            k = reduce.attrs["arity"]
-            chains.append((reduce, operands[:k], operands[k:]))
+            for j, total in enumerate(self.interleaved(self.c(CHAIN_SEGMENT), [c[2] for c in chains], step)):
+                store(self.ix("add", first, self.c(j)), [total[pick] for pick in plain[1]])
 
-        def step(t, j, accs):
-            reduce, inputs, _ = chains[j]
-            return self.apply(reduce.regions[0], accs, [self.element(x, [t], op.span, proven=True) for x in inputs])
-
-        def store(finals):
-            for j, total in enumerate(finals):
-                blk = self.ix("add", first, self.c(j))
-                for buf, value in zip(buffers, [total[pick] for pick in plain[1]]):
-                    self.out.append(Op("store", [buf, blk, value], attrs={"inbounds": [True]}))
-
-        return [c[2] for c in chains], step, store
+        if plain is None:
+            self.parallel([self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))],
+                          lambda points: one(points[0]), grain=1, begins=[self.ix("mul", g0, self.c(SCAN_CHAINS))])
+        else:
+            self.groups_of_chains(n, blocks, chained, one, g0, g1)
 
     def chained_segments(self, op: Op, seeded: tuple[int, list[int]], comps, outputs, first: Value,
                          incoming) -> None:
-        """SCAN_CHAINS consecutive full sub-segments, from ``first``, emitted in one loop of
-        interleaved chains (``emit_chains``)."""
-        starts, step = self.emit_chains(op, seeded, comps, outputs, first, incoming)
-        self.interleaved(self.c(CHAIN_SEGMENT), starts, step)
+        """SCAN_CHAINS consecutive full sub-segments, from ``first``, emitted in one loop.
 
-    def emit_chains(self, op: Op, seeded: tuple[int, list[int]], comps, outputs, first: Value, incoming):
-        """The emits of the SCAN_CHAINS full sub-segments from ``first`` as chains: ``emit`` is
-        a scan seeded from the incoming state (``_seeded_scan``); each sub-segment's copy of
-        the emit runs up to its scan (the seed), then the scans run as independent chains —
-        each in member order, as the emit alone would run it — writing their members in
-        place. Same values as emitting the sub-segments one by one. Returns the chains' start
-        tuples and their step (``interleaved``)."""
+        ``emit`` is a scan seeded from the incoming state (``_seeded_scan``): each sub-segment's
+        copy of the emit runs up to its scan (the seed), then the scans run as independent,
+        interleaved chains — each in member order, as the emit alone would run it — writing
+        their members in place. Same values as emitting the sub-segments one by one."""
         emit = op.regions[3]
         chains = []
         for j in range(SCAN_CHAINS):
@@ -839,5 +740,4 @@ class StructuredExpansion:
                     self.out.append(Op("store", [out, at, values[pick]], attrs={"inbounds": [True]}))
             return combined
 
-        return [c[2] for c in chains], step
-
+        self.interleaved(self.c(CHAIN_SEGMENT), [c[2] for c in chains], step)
