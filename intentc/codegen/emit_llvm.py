@@ -417,6 +417,16 @@ class FunctionEmitter:
             t = reg_type(e.dtype)
             one = b.insert_element(ir.Constant(t, ir.Undefined), self.expr(e.a), ir.Constant(I32, 0))
             return b.shuffle_vector(one, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(I32, t.count), None))
+        if isinstance(e, P.Pack):
+            vector = ir.Constant(reg_type(e.dtype), ir.Undefined)
+            for j, elem in enumerate(e.elems):
+                vector = b.insert_element(vector, self.expr(elem), ir.Constant(I32, j))
+            return vector
+        if isinstance(e, P.Lane):
+            return b.extract_element(self.expr(e.a), ir.Constant(I32, e.index))
+        if isinstance(e, P.Shuffle):
+            mask = ir.Constant(ir.VectorType(I32, len(e.mask)), [ir.Constant(I32, m) for m in e.mask])
+            return b.shuffle_vector(self.expr(e.a), self.expr(e.b), mask)
         if isinstance(e, P.MulAdd):  # a contraction grants the fused multiply-add (T3, T7)
             x, y, z = self.expr(e.a), self.expr(e.b), self.expr(e.c)
             if e.dtype.is_float:

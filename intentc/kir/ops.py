@@ -544,3 +544,28 @@ def is_pure(op: Op) -> bool:
 
 from intentc.kir import ops_memory  # noqa: E402,F401  (registers gather, scatter, atomics, philox)
 from intentc.kir import ops_scaled  # noqa: E402,F401  (registers scaled_contract, sparse_contract: T4, T5)
+
+
+def _verify_lane_chains(op: Op) -> None:
+    """lane_chains(ins..., outs..., first, starts...) {n_in, n_out, k, lanes, segment, picks,
+    exclusive} {combine}: ``lanes`` independent chains of an ordered fold or scan over
+    sub-segments of ``segment`` members (intentc/lower/lane_lowering.py)."""
+    a = op.attrs
+    n_in, n_out, k, lanes = (a.get(name, -1) for name in ("n_in", "n_out", "k", "lanes"))
+    _need(n_in > 0 and n_out >= 0 and k > 0 and lanes > 0 and a.get("segment", 0) > 0, op, "sizes")
+    _need(len(op.operands) == n_in + n_out + 1 + lanes * k and len(op.results) == lanes * k, op,
+          "inputs, outputs, first and an accumulator tuple per chain; a final tuple per chain")
+    tensors = op.operands[:n_in + n_out]
+    _need(all(isinstance(v.type, TensorType) and v.type.rank == 1 for v in tensors), op, "tensors are one-axis")
+    _need(op.operands[n_in + n_out].type == INDEX, op, "first is an index")
+    _need(len(op.regions) == 1 and len(op.regions[0].args) == k + n_in, op, "combine takes (accs, items)")
+    _need(len(a.get("picks", ())) == n_out and all(0 <= p < k for p in a["picks"]), op, "a pick per output")
+
+
+def _lane_chains_effects(op: Op) -> tuple[Effect, ...]:
+    n_in, n_out = op.attrs["n_in"], op.attrs["n_out"]
+    return tuple(Effect("read", i) for i in range(n_in)) + tuple(Effect("write", n_in + o) for o in range(n_out))
+
+
+_register("lane_chains", "structured", (Effect("read", 0),), _verify_lane_chains, regions=1)
+ops_memory.DYNAMIC_EFFECTS["lane_chains"] = _lane_chains_effects

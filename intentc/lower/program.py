@@ -115,6 +115,31 @@ class Splat(Expr):
 
 
 @dataclass(frozen=True)
+class Pack(Expr):
+    """A vector whose lane ``j`` is the scalar ``elems[j]``."""
+
+    elems: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Lane(Expr):
+    """Lane ``index`` (a constant) of the vector ``a``, as a scalar."""
+
+    a: Expr
+    index: int
+
+
+@dataclass(frozen=True)
+class Shuffle(Expr):
+    """Lane ``j`` of the result is lane ``mask[j]`` of the concatenation of vectors ``a`` and
+    ``b`` (LLVM's shufflevector: indices from ``lanes`` on pick from ``b``)."""
+
+    a: Expr
+    b: Expr
+    mask: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class MulAdd(Expr):
     """``a * b + c`` on scalars or vectors. Floats may fuse the two into one rounding (a
     contraction grants it, T3/T7); integers wrap."""
@@ -257,6 +282,12 @@ def format_expr(e: Expr) -> str:
         return f"{e.tensor.name}.{e.kind}[{e.axis}]"
     if isinstance(e, Splat):
         return f"splat<{e.dtype}>({format_expr(e.a)})"
+    if isinstance(e, Pack):
+        return f"pack<{e.dtype}>({', '.join(format_expr(x) for x in e.elems)})"
+    if isinstance(e, Lane):
+        return f"{format_expr(e.a)}[lane {e.index}]"
+    if isinstance(e, Shuffle):
+        return f"shuffle({format_expr(e.a)}, {format_expr(e.b)}, {list(e.mask)})"
     if isinstance(e, MulAdd):
         return f"muladd({format_expr(e.a)}, {format_expr(e.b)}, {format_expr(e.c)})"
     if isinstance(e, Atomic):
@@ -323,6 +354,8 @@ def map_expr(e: Expr, fn) -> Expr:
         value = getattr(e, f.name)
         if isinstance(value, Expr):
             changes[f.name] = map_expr(value, fn)
+        elif isinstance(value, tuple) and value and all(isinstance(x, Expr) for x in value):
+            changes[f.name] = tuple(map_expr(x, fn) for x in value)
     if changes:
         e = replace(e, **changes)
     return fn(e)

@@ -20,6 +20,8 @@ from intentc.diagnostics import error
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.rewrite import clone_block
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
+from intentc.lower import lane_lowering
+from intentc.lower.lane_lowering import lane_chains_op, lane_combinable
 from intentc.lower.region_laws import check_region_laws
 
 MIN_BLOCK = 4096
@@ -27,17 +29,20 @@ MAX_BLOCKS = 1024
 LANES = 4  # independent chains of an ordered scan line (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 # A region scan whose emit is a seeded scan (``_seeded_scan``) cuts its axis into sub-segments
-# of CHAIN_SEGMENT members and emits SCAN_CHAINS of them at a time as interleaved chains. The
-# size is fixed (results depend on nothing else) and not a multiple of 1024, so the chains'
-# addresses do not alias in the cache; with a constant distance between chains they share
-# one address register per array. Four chains: eight (two accumulators each in a summary)
-# spill on targets with 16 vector registers, and each chain is one more memory stream.
-CHAIN_SEGMENT = 4096 + 17
+# of CHAIN_SEGMENT members and emits GROUP_CHAINS of them at a time as independent chains: one
+# per vector lane when the combine allows (``lane_lowering``), else SCAN_CHAINS at a time as
+# interleaved scalar chains. The size is fixed (results depend on nothing else), a multiple
+# of the lane count and not of 1024, so the chains' addresses do not alias in the cache; with a
+# constant distance between chains they share one address register per array. Four scalar
+# chains: eight (two accumulators each in a summary) spill on targets with 16 vector
+# registers, and each chain is one more memory stream.
+CHAIN_SEGMENT = 4096 + 24
+GROUP_CHAINS = lane_lowering.LANES
 SCAN_CHAINS = 4
-# Windows of this many groups (about 6 MB of f32 components and results) are summarised and
+# Windows of this many groups (about 3 MB of f32 components and results) are summarised and
 # then emitted before the next, so the emit reads its components from the cache. Neither the
 # chains nor the windows change a value.
-WINDOW_GROUPS = 32
+WINDOW_GROUPS = 8
 
 
 def _regroupable(combine: Block) -> bool:
@@ -569,12 +574,12 @@ class StructuredExpansion:
 
     def seeded_region_scan(self, op: Op, seeded, comps, identity, init, n: Value, outputs) -> list[Value]:
         """Sub-segments of CHAIN_SEGMENT members, in windows of WINDOW_GROUPS groups of
-        SCAN_CHAINS: per window, summaries in parallel, incoming states in order (the prefix
+        GROUP_CHAINS: per window, summaries in parallel, incoming states in order (the prefix
         carried from window to window), then the window emitted in parallel while its
         components are still in the cache. Returns the final state."""
         size = self.c(CHAIN_SEGMENT)
         blocks = self.ix("floordiv", self.ix("add", n, self.c(CHAIN_SEGMENT - 1)), size)
-        groups = self.ix("floordiv", self.ix("add", blocks, self.c(SCAN_CHAINS - 1)), self.c(SCAN_CHAINS))
+        groups = self.ix("floordiv", self.ix("add", blocks, self.c(GROUP_CHAINS - 1)), self.c(GROUP_CHAINS))
         windows = self.ix("floordiv", self.ix("add", groups, self.c(WINDOW_GROUPS - 1)), self.c(WINDOW_GROUPS))
         sums = [self.buffer(v.type, [blocks], op.span) for v in identity]
         states = [self.buffer(v.type, [blocks], op.span) for v in init]
@@ -592,8 +597,8 @@ class StructuredExpansion:
             g0 = self.ix("mul", w, self.c(WINDOW_GROUPS))
             g1 = self.ix("min", groups, self.ix("add", g0, self.c(WINDOW_GROUPS)))
             self.chained_summaries(op, comps, n, blocks, sums, g0, g1)
-            b0 = self.ix("mul", g0, self.c(SCAN_CHAINS))
-            b1 = self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))
+            b0 = self.ix("mul", g0, self.c(GROUP_CHAINS))
+            b1 = self.ix("min", blocks, self.ix("mul", g1, self.c(GROUP_CHAINS)))
             total = self.incoming_states(op, states, sums, init, b1, accs, begin=b0)
             if any(out is not None for out in outputs):  # no output used: only the final state
                 self.groups_of_chains(n, blocks, lambda first: self.chained_segments(op, seeded, comps, outputs, first,
@@ -647,13 +652,13 @@ class StructuredExpansion:
         return target, list(operands)
 
     def groups_of_chains(self, n: Value, blocks: Value, chained, one, g0: Value, g1: Value) -> None:
-        """A parallel loop over the groups [g0, g1) of SCAN_CHAINS consecutive sub-segments:
+        """A parallel loop over the groups [g0, g1) of GROUP_CHAINS consecutive sub-segments:
         ``chained(first)`` for a group of full sub-segments, else ``one(blk)`` for each of its
         sub-segments."""
 
         def body(points):
-            first = self.ix("mul", points[0], self.c(SCAN_CHAINS))
-            last = self.ix("add", first, self.c(SCAN_CHAINS))
+            first = self.ix("mul", points[0], self.c(GROUP_CHAINS))
+            last = self.ix("add", first, self.c(GROUP_CHAINS))
             full = self.emit("cmp", [self.ix("mul", last, self.c(CHAIN_SEGMENT)), n], [BOOL], {"pred": "le"}).result
 
             def one_by_one():
@@ -667,11 +672,41 @@ class StructuredExpansion:
 
         self.parallel([g1], body, grain=1, begins=[g0])
 
+    def lane_tensors(self, comps, views: list[Value], inputs: list[Value]) -> list[Value] | None:
+        """The components that ``inputs`` (a chain's operands of its fold or scan) read as they
+        are — each a one-axis tensor in memory of numbers — or None if any is an expression,
+        a view, booleans or microscaled codes."""
+        picked = []
+        for x in inputs:
+            m = next((m for m, view in enumerate(views) if view is x), None)
+            if m is None or id(comps[m]) not in self.params or comps[m].type.rank != 1:
+                return None
+            if comps[m].type.dtype.is_bool or comps[m].type.dtype.kind == "mx":  # not one register lane each
+                return None
+            picked.append(comps[m])
+        return picked
+
+    def chain_group(self, combine: Block, lanes: list[Value] | None, starts: list[list[Value]], step,
+                    first: Value, outputs=(), picks=(), exclusive=False) -> list[list[Value]]:
+        """GROUP_CHAINS chains from ``first``: one ``lane_chains`` op when the combine is
+        lane-wise and ``lanes`` (the components read) is known, else interleaved scalar loops
+        of SCAN_CHAINS chains (``step`` as in ``interleaved``). Returns the final tuples."""
+        if lanes is not None and lane_combinable(combine):
+            op = lane_chains_op(combine, lanes, list(outputs), list(picks), first, starts, CHAIN_SEGMENT, exclusive)
+            self.out.append(op)
+            k = len(starts[0])
+            return [list(op.results[j * k:(j + 1) * k]) for j in range(len(starts))]
+        finals = []
+        for base in range(0, len(starts), SCAN_CHAINS):
+            finals += self.interleaved(self.c(CHAIN_SEGMENT), starts[base:base + SCAN_CHAINS],
+                                       lambda t, j, accs, base=base: step(t, base + j, accs))
+        return finals
+
     def chained_summaries(self, op: Op, comps, n: Value, blocks: Value, buffers, g0: Value, g1: Value) -> None:
         """Summaries of the sub-segments of groups [g0, g1) into ``buffers``. When
-        ``summarize`` is a plain reduce (``_plain_reduce``), SCAN_CHAINS sub-segments are
-        folded in one loop as independent chains, each in member order (as ``summarize``
-        alone would fold it)."""
+        ``summarize`` is a plain reduce (``_plain_reduce``), the GROUP_CHAINS sub-segments of a
+        group are folded as independent chains (``chain_group``), each in member order (as
+        ``summarize`` alone would fold it)."""
         summarize = op.regions[0]
         plain = _plain_reduce(summarize)
 
@@ -685,38 +720,42 @@ class StructuredExpansion:
             store(blk, self.inline_region(summarize, self.segment_views(comps, start, stop)))
 
         def chained(first):
-            chains = []
-            for j in range(SCAN_CHAINS):
+            chains, lanes = [], []
+            for j in range(GROUP_CHAINS):
                 start = self.ix("mul", self.ix("add", first, self.c(j)), self.c(CHAIN_SEGMENT))
                 views = self.segment_views(comps, start, self.ix("add", start, self.c(CHAIN_SEGMENT)))
                 reduce, operands = self.run_to(summarize, plain[0], views)
                 k = reduce.attrs["arity"]
                 chains.append((reduce, operands[:k], operands[k:]))
+                lanes.append(self.lane_tensors(comps, views, operands[:k]))
 
             def step(t, j, accs):
                 reduce, inputs, _ = chains[j]
                 return self.apply(reduce.regions[0], accs, [self.element(x, [t], op.span, proven=True) for x in inputs])
 
-            for j, total in enumerate(self.interleaved(self.c(CHAIN_SEGMENT), [c[2] for c in chains], step)):
+            same = all(ls is not None and ls == lanes[0] for ls in lanes)
+            totals = self.chain_group(chains[0][0].regions[0], lanes[0] if same else None, [c[2] for c in chains],
+                                      step, first)
+            for j, total in enumerate(totals):
                 store(self.ix("add", first, self.c(j)), [total[pick] for pick in plain[1]])
 
         if plain is None:
-            self.parallel([self.ix("min", blocks, self.ix("mul", g1, self.c(SCAN_CHAINS)))],
-                          lambda points: one(points[0]), grain=1, begins=[self.ix("mul", g0, self.c(SCAN_CHAINS))])
+            self.parallel([self.ix("min", blocks, self.ix("mul", g1, self.c(GROUP_CHAINS)))],
+                          lambda points: one(points[0]), grain=1, begins=[self.ix("mul", g0, self.c(GROUP_CHAINS))])
         else:
             self.groups_of_chains(n, blocks, chained, one, g0, g1)
 
     def chained_segments(self, op: Op, seeded: tuple[int, list[int]], comps, outputs, first: Value,
                          incoming) -> None:
-        """SCAN_CHAINS consecutive full sub-segments, from ``first``, emitted in one loop.
+        """GROUP_CHAINS consecutive full sub-segments, from ``first``, emitted as independent chains.
 
         ``emit`` is a scan seeded from the incoming state (``_seeded_scan``): each sub-segment's
-        copy of the emit runs up to its scan (the seed), then the scans run as independent,
-        interleaved chains — each in member order, as the emit alone would run it — writing
-        their members in place. Same values as emitting the sub-segments one by one."""
+        copy of the emit runs up to its scan (the seed), then the scans run as independent
+        chains (``chain_group``) — each in member order, as the emit alone would run it —
+        writing their members in place. Same values as emitting the sub-segments one by one."""
         emit = op.regions[3]
-        chains = []
-        for j in range(SCAN_CHAINS):
+        chains, lanes = [], []
+        for j in range(GROUP_CHAINS):
             blk = self.ix("add", first, self.c(j))
             start = self.ix("mul", blk, self.c(CHAIN_SEGMENT))
             views = self.segment_views(comps, start, self.ix("add", start, self.c(CHAIN_SEGMENT)))
@@ -728,6 +767,7 @@ class StructuredExpansion:
                 self.emit("assert_eq", [self.extent(x, 0), self.c(CHAIN_SEGMENT)], attrs={
                     "what": "region_scan: emit returned %lld members for a slice of %lld (R7)", "rule": "R7"})
             chains.append((start, inputs, list(start_acc), scan))
+            lanes.append(self.lane_tensors(comps, views, inputs))
 
         def step(t, j, accs):
             start, inputs, _, scan = chains[j]
@@ -740,4 +780,8 @@ class StructuredExpansion:
                     self.out.append(Op("store", [out, at, values[pick]], attrs={"inbounds": [True]}))
             return combined
 
-        self.interleaved(self.c(CHAIN_SEGMENT), [c[2] for c in chains], step)
+        written = [(out, pick) for out, pick in zip(outputs, seeded[1]) if out is not None]
+        same = all(ls is not None and ls == lanes[0] for ls in lanes) and all(id(out) in self.params
+                                                                           for out, _ in written)
+        self.chain_group(chains[0][3].regions[0], lanes[0] if same else None, [c[2] for c in chains], step, first,
+                         [out for out, _ in written], [pick for _, pick in written], chains[0][3].attrs["exclusive"])

@@ -9,7 +9,7 @@ import pytest
 
 import intentc
 from intentc.kir.interp_structured import LawViolation
-from intentc.lower.structured_expansion import CHAIN_SEGMENT, SCAN_CHAINS, WINDOW_GROUPS
+from intentc.lower.structured_expansion import CHAIN_SEGMENT, GROUP_CHAINS, WINDOW_GROUPS
 from region_programs import AFFINE_AND_RUNNING_MAX  # tests/e2e/region_programs.py
 
 SOURCE = """
@@ -265,7 +265,7 @@ def not_seeded(x: i64[N], y: i64[N]) -> (i64[N], i64[N]):
                                  apply=carry, emit=running_then_negated, init=(5, -7))
     return (p, q)
 """
-GROUP = SCAN_CHAINS * CHAIN_SEGMENT  # a group of sub-segments, emitted as interleaved chains
+GROUP = GROUP_CHAINS * CHAIN_SEGMENT  # a group of sub-segments, emitted as interleaved chains
 
 
 @pytest.fixture(scope="module")
@@ -296,6 +296,44 @@ def test_chained_emit_equals_serial_scan(chained, n):
     p3, q3 = chained.not_seeded(x, y)
     np.testing.assert_array_equal(p3, -(5 + np.cumsum(x)))
     np.testing.assert_array_equal(q3, -7 + np.cumsum(y))
+
+
+@pytest.mark.parametrize("n", [GROUP, GROUP + 3, 3 * GROUP + 4200])
+def test_lane_chains_on_strided_components_equal_the_vector_lanes(module, chained, n):
+    """Components with unit stride run a group's chains in vector lanes (lane_lowering);
+    strided ones take the scalar loop of the same chains. Both give the same bits, for f32
+    affine maps (R8: the segmentation alone fixes the rounding) and for integer sums."""
+    rng = np.random.default_rng(n)
+    a2 = (rng.random(2 * n) * 0.5 + 0.5).astype(np.float32)
+    b2 = rng.random(2 * n).astype(np.float32)
+    last, last_strided = np.zeros(1, np.float32), np.zeros(1, np.float32)
+    h = module.linear_recurrence(np.ascontiguousarray(a2[::2]), np.ascontiguousarray(b2[::2]), 0.75, last)
+    h_strided = module.linear_recurrence(a2[::2], b2[::2], 0.75, last_strided)
+    np.testing.assert_array_equal(h, h_strided)
+    np.testing.assert_array_equal(last, last_strided)
+    np.testing.assert_allclose(h, _serial_recurrence(a2[::2], b2[::2], 0.75)[0], rtol=2e-5, atol=1e-6)
+    x2, y2 = rng.integers(-1000, 1000, 2 * n), rng.integers(-1000, 1000, 2 * n)
+    p, q = chained.seeded(x2[::2], y2[::2])
+    np.testing.assert_array_equal(p, 5 + np.cumsum(x2[::2]))
+    np.testing.assert_array_equal(q, -7 + np.cumsum(y2[::2]))
+
+
+def test_lane_chains_lower_lane_wise_combines_only():
+    """Which combines run in vector lanes: straight-line lane-wise arithmetic, not a helper
+    that calls a math function (lane_lowering.lane_combinable)."""
+    from intentc.driver import frontend
+    from intentc.lower import program as P
+    from intentc.lower.pipeline import lower
+
+    def shuffles(source):
+        program = lower(frontend(source, "lanes.intent"))
+        return {k.name: sum("shuffle(" in line for line in P.format_stmts(k.body)) for k in program.kernels}
+
+    assert shuffles(CHAINED)["seeded"] > 0
+    assert shuffles(CHAINED)["not_seeded"] == 0
+    with_exp = CHAINED.replace("return (a[0] + b[0], a[1] + b[1])",
+                               "return (a[0] + b[0], a[1] + b[1] + I.cast(I.exp(0.0), i64) - 1)")
+    assert shuffles(with_exp)["seeded"] == 0
 
 
 def test_chained_emit_is_used_for_seeded_scans(monkeypatch):

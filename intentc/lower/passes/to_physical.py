@@ -24,6 +24,7 @@ from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
 from intentc.lower.contract_lowering import lower_contract_tiles
+from intentc.lower.lane_lowering import lower_lane_chains
 from intentc.lower.memory_lowering import ATOMIC_OPS, lower_atomic
 from intentc.lower.scaled_lowering import lower_scaled_tiles
 from intentc.lower.sparse_lowering import lower_sparse_tiles
@@ -159,6 +160,8 @@ class _KernelLowering:
             return lower_sparse_tiles(self, op)
         if name == "contract_tiles":  # T3: the register-tiled loop nest
             return lower_contract_tiles(self, op)
+        if name == "lane_chains":  # R9: a region scan's chains in vector lanes
+            return lower_lane_chains(self, op)
         if name == "buffer":
             sym = P.TensorSym(self.fresh(op.result.hint or "buf", INDEX).name, op.result.type.dtype,
                               op.result.type.rank, True, "heap")

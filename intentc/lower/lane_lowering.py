@@ -1,0 +1,232 @@
+"""Independent chains of an ordered fold or scan, one chain per vector lane (R3, R9, T2).
+
+A region scan cuts its axis into sub-segments (``structured_expansion``); a group of LANES
+consecutive sub-segments of CHAIN_SEGMENT members each is folded (its summaries) or scanned
+(its emit) as LANES independent chains. Each chain still runs in member order, so every
+value is the one the sub-segment alone would give; only the machine code differs.
+
+1. ``lane_chains`` (a KIR op built by :func:`lane_chains_op`) stands for such a group:
+   chain ``j`` starts from its own accumulator tuple and combines the members
+   ``(first + j) * segment + t`` of each input for ``t`` in ``[0, segment)``; an emit writes
+   the picked state components to its outputs at the same positions (before the combine
+   when ``exclusive``). Its results are the chains' final tuples, chain-major.
+2. :func:`lower_lane_chains` (called by ``to_physical``) turns it into vector code when every
+   tensor has unit stride: each step loads LANES consecutive members of each chain, one
+   vector per chain, transposes the LANES × LANES block in registers so that a vector holds
+   one member of every chain, applies the combine lane-wise LANES times and, for an emit,
+   transposes the states back before storing them. A strided tensor takes the scalar loop
+   of the same chains. Both give the same values.
+
+The combine must be straight-line lane-wise arithmetic (``lane_combinable``): helpers that
+call math functions, divide integers or carry booleans keep the scalar chains.
+"""
+from __future__ import annotations
+
+from intentc.kir.core import Block, Op, Value
+from intentc.kir.types import BOOL, INDEX, TensorType
+from intentc.lower import program as P
+
+LANES = 8
+_BINARY = {"add", "sub", "mul", "min", "max", "and", "or", "xor"}
+_UNARY = {"neg", "abs", "not"}
+_BOOL_RESULTS = {"cmp", "and", "or", "xor", "not"}
+# An 8 × 8 transpose in three rounds of two-input shuffles, each a single instruction on
+# x86-64 with AVX (unpcklps/unpckhps, shufps, vperm2f128); other targets get their own.
+_ROUNDS = (
+    ((0, 1, (0, 8, 1, 9, 4, 12, 5, 13)), (0, 1, (2, 10, 3, 11, 6, 14, 7, 15)),
+     (2, 3, (0, 8, 1, 9, 4, 12, 5, 13)), (2, 3, (2, 10, 3, 11, 6, 14, 7, 15)),
+     (4, 5, (0, 8, 1, 9, 4, 12, 5, 13)), (4, 5, (2, 10, 3, 11, 6, 14, 7, 15)),
+     (6, 7, (0, 8, 1, 9, 4, 12, 5, 13)), (6, 7, (2, 10, 3, 11, 6, 14, 7, 15))),
+    ((0, 2, (0, 1, 8, 9, 4, 5, 12, 13)), (0, 2, (2, 3, 10, 11, 6, 7, 14, 15)),
+     (1, 3, (0, 1, 8, 9, 4, 5, 12, 13)), (1, 3, (2, 3, 10, 11, 6, 7, 14, 15)),
+     (4, 6, (0, 1, 8, 9, 4, 5, 12, 13)), (4, 6, (2, 3, 10, 11, 6, 7, 14, 15)),
+     (5, 7, (0, 1, 8, 9, 4, 5, 12, 13)), (5, 7, (2, 3, 10, 11, 6, 7, 14, 15))),
+    ((0, 4, (0, 1, 2, 3, 8, 9, 10, 11)), (1, 5, (0, 1, 2, 3, 8, 9, 10, 11)),
+     (2, 6, (0, 1, 2, 3, 8, 9, 10, 11)), (3, 7, (0, 1, 2, 3, 8, 9, 10, 11)),
+     (0, 4, (4, 5, 6, 7, 12, 13, 14, 15)), (1, 5, (4, 5, 6, 7, 12, 13, 14, 15)),
+     (2, 6, (4, 5, 6, 7, 12, 13, 14, 15)), (3, 7, (4, 5, 6, 7, 12, 13, 14, 15))),
+)
+
+
+# ---- KIR: which combines qualify, and the op ------------------------------------------------------
+def lane_combinable(combine: Block) -> bool:
+    """Whether ``combine`` is straight-line lane-wise arithmetic on non-boolean scalars."""
+    if any(isinstance(a.type, TensorType) or a.type.is_bool or a.type == INDEX for a in combine.args):
+        return False
+    for op in combine.ops[:-1]:
+        if op.regions or len(op.results) != 1 or op.name not in _BINARY | _UNARY | {"const", "cmp", "select"}:
+            return False
+        t = op.result.type
+        if isinstance(t, TensorType) or t == INDEX or (t.is_bool and op.name not in _BOOL_RESULTS):
+            return False
+        if op.name == "abs" and t.is_int and not t.is_signed:
+            return False
+    term = combine.ops[-1] if combine.ops else None
+    return term is not None and term.name == "yield" and not any(v.type.is_bool for v in term.operands)
+
+
+def lane_chains_op(combine: Block, inputs: list[Value], outputs: list[Value], picks: list[int], first: Value,
+                   starts: list[list[Value]], segment: int, exclusive: bool) -> Op:
+    """The ``lane_chains`` op of LANES chains (``starts``: each chain's accumulator tuple)."""
+    from intentc.kir.rewrite import clone_block
+
+    k = len(starts[0])
+    flat = [v for start in starts for v in start]
+    return Op("lane_chains", list(inputs) + list(outputs) + [first] + flat, [v.type for v in flat],
+              {"n_in": len(inputs), "n_out": len(outputs), "k": k, "lanes": len(starts), "segment": segment,
+               "picks": list(picks), "exclusive": bool(exclusive)}, [clone_block(combine, {})])
+
+
+# ---- physical ------------------------------------------------------------------------------------
+def _index(*terms) -> P.Expr:
+    total = terms[0]
+    for term in terms[1:]:
+        total = P.Binary(INDEX, "add", total, term)
+    return total
+
+
+def _mul(a: P.Expr, b: int | P.Expr) -> P.Expr:
+    return P.Binary(INDEX, "mul", a, P.Const(INDEX, b) if isinstance(b, int) else b)
+
+
+def _combine(low, combine: Block, args: list[P.Expr], lanes: int | None) -> tuple[list[P.Stmt], list[P.Expr]]:
+    """Statements computing ``combine`` on ``args`` (vectors of ``lanes`` lanes, or scalars
+    when ``lanes`` is None), and the expressions of its yielded values."""
+    def typed(dtype):
+        return P.VectorType(dtype, lanes) if lanes else dtype
+
+    env = {id(arg): value for arg, value in zip(combine.args, args)}
+    stmts: list[P.Stmt] = []
+    for op in combine.ops:
+        if op.name == "yield":
+            return stmts, [env[id(v)] for v in op.operands]
+        a = [env[id(v)] for v in op.operands]
+        t = typed(op.result.type)
+        if op.name == "const":
+            value = P.Const(op.result.type, op.attrs["value"])
+            expr = P.Splat(t, value) if lanes else value
+        elif op.name in _BINARY:
+            expr = P.Binary(t, op.name, a[0], a[1])
+        elif op.name in _UNARY:
+            expr = P.Unary(t, op.name, a[0])
+        elif op.name == "cmp":
+            expr = P.Compare(typed(BOOL), op.attrs["pred"], a[0], a[1])
+        else:  # select
+            expr = P.Select(t, a[0], a[1], a[2])
+        var = low.fresh(op.result.hint or "lane", t)
+        stmts.append(P.Assign(var, expr))
+        env[id(op.result)] = P.read(var)
+    raise ValueError("combine without yield")
+
+
+def _transpose(low, rows: list[P.Expr], dtype, hint: str) -> tuple[list[P.Stmt], list[P.Expr]]:
+    """Statements transposing the LANES × LANES block ``rows`` (vector j = row j)."""
+    stmts: list[P.Stmt] = []
+    current = rows
+    for round_ in _ROUNDS:
+        step = []
+        for left, right, mask in round_:
+            var = low.fresh(hint, dtype)
+            stmts.append(P.Assign(var, P.Shuffle(dtype, current[left], current[right], mask)))
+            step.append(P.read(var))
+        current = step
+    return stmts, current
+
+
+class _Chains:
+    """The parts of one ``lane_chains`` op, as physical symbols."""
+
+    def __init__(self, low, op: Op):
+        a = op.attrs
+        self.low, self.op = low, op
+        self.n_in, self.n_out, self.k, self.lanes = a["n_in"], a["n_out"], a["k"], a["lanes"]
+        self.segment, self.picks, self.exclusive = a["segment"], a["picks"], a["exclusive"]
+        self.ins = [low.tensors[id(v)] for v in op.operands[:self.n_in]]
+        self.outs = [low.tensors[id(v)] for v in op.operands[self.n_in:self.n_in + self.n_out]]
+        self.first = low.read(op.operands[self.n_in + self.n_out])
+        flat = op.operands[self.n_in + self.n_out + 1:]
+        self.starts = [flat[j * self.k:(j + 1) * self.k] for j in range(self.lanes)]
+        self.finals = [[low.var(r) for r in op.results[j * self.k:(j + 1) * self.k]] for j in range(self.lanes)]
+        self.combine = op.regions[0]
+
+    def origin(self, chain: int | P.Expr) -> P.Expr:
+        """The position of member 0 of chain ``chain``."""
+        j = P.Const(INDEX, chain) if isinstance(chain, int) else chain
+        return _mul(P.Binary(INDEX, "add", self.first, j), self.segment)
+
+    def scalar(self, begin: int, chains: list[list[P.Var]]) -> list[P.Stmt]:
+        """Members [begin, segment) of every chain, one interleaved scalar loop, into ``chains``."""
+        low = self.low
+        t = low.fresh("t", INDEX)
+        body: list[P.Stmt] = []
+        for j, accs in enumerate(chains):
+            at = _index(self.origin(j), P.Const(INDEX, begin), P.read(t))
+            items = [P.Load(x.dtype, x, _mul(at, P.Field(INDEX, x, "stride", 0))) for x in self.ins]
+            stmts, values = _combine(low, self.combine, [P.read(v) for v in accs] + items, None)
+            written = [P.read(v) for v in accs] if self.exclusive else values
+            for out, pick in zip(self.outs, self.picks):
+                stmts.append(P.Store(out, _mul(at, P.Field(INDEX, out, "stride", 0)), written[pick]))
+            temps = [low.fresh(v.name + "_next", v.dtype) for v in accs]
+            body += stmts + [P.Assign(tmp, value) for tmp, value in zip(temps, values)]
+            body += [P.Assign(v, P.read(tmp)) for v, tmp in zip(accs, temps)]
+        return [P.Loop(t, P.Const(INDEX, self.segment - begin), tuple(body), "serial")]
+
+    def vector(self) -> list[P.Stmt]:
+        """Whole blocks of LANES members of every chain in vector lanes, then the rest scalar."""
+        low, lanes = self.low, self.lanes
+        dtypes = [v.type for v in self.starts[0]]
+        accs = [low.fresh(f"lanes{c}", P.VectorType(d, lanes)) for c, d in enumerate(dtypes)]
+        out = [P.Assign(acc, P.Pack(acc.dtype, tuple(low.read(start[c]) for start in self.starts)))
+               for c, acc in enumerate(accs)]
+        u = low.fresh("u", INDEX)
+        base = low.fresh("base", INDEX)
+        body: list[P.Stmt] = [P.Assign(base, _index(self.origin(0), _mul(P.read(u), lanes)))]
+        columns = []
+        for x in self.ins:
+            vt = P.VectorType(x.dtype, lanes)
+            rows = [P.Load(vt, x, _index(P.read(base), P.Const(INDEX, j * self.segment))) for j in range(lanes)]
+            stmts, cols = _transpose(low, rows, vt, f"{x.name}_col")
+            body += stmts
+            columns.append(cols)
+        written = [[] for _ in self.outs]
+        for t in range(lanes):
+            before = [P.read(acc) for acc in accs]
+            stmts, values = _combine(low, self.combine, before + [cols[t] for cols in columns], lanes)
+            body += stmts
+            for o, pick in enumerate(self.picks):
+                state = before[pick] if self.exclusive else values[pick]
+                var = low.fresh(f"{self.outs[o].name}_col", accs[pick].dtype)
+                body.append(P.Assign(var, state))
+                written[o].append(P.read(var))
+            temps = [low.fresh(acc.name + "_next", acc.dtype) for acc in accs]
+            body += [P.Assign(tmp, value) for tmp, value in zip(temps, values)]
+            body += [P.Assign(acc, P.read(tmp)) for acc, tmp in zip(accs, temps)]
+        for tensor, cols, pick in zip(self.outs, written, self.picks):
+            stmts, rows = _transpose(low, cols, accs[pick].dtype, f"{tensor.name}_row")
+            body += stmts
+            body += [P.Store(tensor, _index(P.read(base), P.Const(INDEX, j * self.segment)), row)
+                     for j, row in enumerate(rows)]
+        out.append(P.Loop(u, P.Const(INDEX, self.segment // lanes), tuple(body), "serial"))
+        for j, finals in enumerate(self.finals):
+            out += [P.Assign(v, P.Lane(v.dtype, P.read(acc), j)) for v, acc in zip(finals, accs)]
+        if self.segment % lanes:
+            out += self.scalar(self.segment - self.segment % lanes, self.finals)
+        return out
+
+
+def lower_lane_chains(low, op: Op) -> list[P.Stmt]:
+    """Physical statements of a ``lane_chains`` op (see the module docstring)."""
+    chains = _Chains(low, op)
+    assert chains.lanes == LANES, "the transpose is written for LANES chains"
+    start = [P.Assign(v, low.read(s)) for finals, starts in zip(chains.finals, chains.starts)
+             for v, s in zip(finals, starts)]
+    unit = None
+    for x in chains.ins + chains.outs:
+        if x.storage == "heap":  # kernel-local buffers are row-major
+            continue
+        test = P.Compare(BOOL, "eq", P.Field(INDEX, x, "stride", 0), P.Const(INDEX, 1))
+        unit = test if unit is None else P.Binary(BOOL, "and", unit, test)
+    vector = chains.vector()
+    if unit is None:
+        return vector
+    return [P.If(unit, tuple(vector), tuple(start + chains.scalar(0, chains.finals)))]
