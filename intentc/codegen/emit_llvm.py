@@ -227,6 +227,8 @@ class FunctionEmitter:
         return self.data[name]
 
     def field(self, name: str, kind: str, axis: int) -> ir.Value:
+        if kind == "address":
+            return self.builder.ptrtoint(self.data_ptr(name), I64)
         if name in self.heap:
             _, shape, strides = self.heap[name]
             return self.builder.load((shape if kind == "shape" else strides)[axis], typ=I64)
@@ -703,13 +705,17 @@ class TaskEmitter(FunctionEmitter):
 
 
 # ---- free-variable analysis for outlining ------------------------------------------------------
+def _children(e: P.Expr) -> list[P.Expr]:
+    """The operand expressions of ``e`` (a ``Pack``'s lanes included)."""
+    subs = [getattr(e, child, None) for child in ("a", "b", "c", "cond", "offset")] + list(getattr(e, "elems", ()))
+    return [sub for sub in subs if isinstance(sub, P.Expr)]
+
+
 def _expr_vars(e: P.Expr, out: set) -> None:
     if isinstance(e, P.Read):
         out.add(e.var)
-    for child in ("a", "b", "c", "cond", "offset"):
-        sub = getattr(e, child, None)
-        if isinstance(sub, P.Expr):
-            _expr_vars(sub, out)
+    for sub in _children(e):
+        _expr_vars(sub, out)
 
 
 def _walk(stmts, reads: set, writes: set, tensors: set | None = None) -> None:
@@ -745,10 +751,8 @@ def _walk(stmts, reads: set, writes: set, tensors: set | None = None) -> None:
 def _expr_tensors(e: P.Expr, out: set) -> None:
     if isinstance(e, (P.Field, P.Load, P.Atomic)):
         out.add(e.tensor)
-    for child in ("a", "b", "c", "cond", "offset"):
-        sub = getattr(e, child, None)
-        if isinstance(sub, P.Expr):
-            _expr_tensors(sub, out)
+    for sub in _children(e):
+        _expr_tensors(sub, out)
 
 
 def _free_vars(loop: P.Loop) -> set:

@@ -11,7 +11,8 @@ value is the one the sub-segment alone would give; only the machine code differs
    the picked state components to its outputs at the same positions (before the combine
    when ``exclusive``). Its results are the chains' final tuples, chain-major.
 2. :func:`lower_lane_chains` (called by ``to_physical``) turns it into vector code when every
-   tensor has unit stride: each step loads LANES consecutive members of each chain, one
+   tensor has unit stride: after a few scalar members that align the written (else the
+   first read) tensor's vectors, each step loads LANES consecutive members of each chain, one
    vector per chain, transposes the LANES × LANES block in registers so that a vector holds
    one member of every chain, applies the combine lane-wise LANES times and, for an emit,
    transposes the states back before storing them. A strided tensor takes the scalar loop
@@ -154,13 +155,13 @@ class _Chains:
         j = P.Const(INDEX, chain) if isinstance(chain, int) else chain
         return _mul(P.Binary(INDEX, "add", self.first, j), self.segment)
 
-    def scalar(self, begin: int, chains: list[list[P.Var]]) -> list[P.Stmt]:
-        """Members [begin, segment) of every chain, one interleaved scalar loop, into ``chains``."""
+    def scalar(self, begin: P.Expr, end: P.Expr, chains: list[list[P.Var]]) -> list[P.Stmt]:
+        """Members [begin, end) of every chain, one interleaved scalar loop, into ``chains``."""
         low = self.low
         t = low.fresh("t", INDEX)
         body: list[P.Stmt] = []
         for j, accs in enumerate(chains):
-            at = _index(self.origin(j), P.Const(INDEX, begin), P.read(t))
+            at = _index(self.origin(j), begin, P.read(t))
             items = [P.Load(x.dtype, x, _mul(at, P.Field(INDEX, x, "stride", 0))) for x in self.ins]
             stmts, values = _combine(low, self.combine, [P.read(v) for v in accs] + items, None)
             written = [P.read(v) for v in accs] if self.exclusive else values
@@ -169,18 +170,32 @@ class _Chains:
             temps = [low.fresh(v.name + "_next", v.dtype) for v in accs]
             body += stmts + [P.Assign(tmp, value) for tmp, value in zip(temps, values)]
             body += [P.Assign(v, P.read(tmp)) for v, tmp in zip(accs, temps)]
-        return [P.Loop(t, P.Const(INDEX, self.segment - begin), tuple(body), "serial")]
+        return [P.Loop(t, P.Binary(INDEX, "sub", end, begin), tuple(body), "serial")]
 
     def vector(self) -> list[P.Stmt]:
-        """Whole blocks of LANES members of every chain in vector lanes, then the rest scalar."""
+        """Members up to an aligned address scalar, then whole blocks of LANES members of
+        every chain in vector lanes, then the rest scalar; the chains' tuples in ``finals``."""
         low, lanes = self.low, self.lanes
+        # Chains start a multiple of LANES members apart, so one peel aligns the vectors of
+        # every chain of the anchor tensor (the written one, else the first read).
+        anchor = (self.outs or self.ins)[0]
+        first_member = P.Binary(INDEX, "floordiv", P.Field(INDEX, anchor, "address", 0),
+                                P.Const(INDEX, anchor.dtype.itemsize))
+        peel = low.fresh("peel", INDEX)
+        blocks = low.fresh("blocks", INDEX)
+        out: list[P.Stmt] = [
+            P.Assign(peel, P.Binary(INDEX, "mod", P.Binary(INDEX, "sub", P.Const(INDEX, 0), first_member),
+                                    P.Const(INDEX, lanes))),
+            P.Assign(blocks, P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", P.Const(INDEX, self.segment),
+                                                                  P.read(peel)), P.Const(INDEX, lanes)))]
+        out += self.scalar(P.Const(INDEX, 0), P.read(peel), self.finals)
         dtypes = [v.type for v in self.starts[0]]
         accs = [low.fresh(f"lanes{c}", P.VectorType(d, lanes)) for c, d in enumerate(dtypes)]
-        out = [P.Assign(acc, P.Pack(acc.dtype, tuple(low.read(start[c]) for start in self.starts)))
-               for c, acc in enumerate(accs)]
+        out += [P.Assign(acc, P.Pack(acc.dtype, tuple(P.read(finals[c]) for finals in self.finals)))
+                for c, acc in enumerate(accs)]
         u = low.fresh("u", INDEX)
         base = low.fresh("base", INDEX)
-        body: list[P.Stmt] = [P.Assign(base, _index(self.origin(0), _mul(P.read(u), lanes)))]
+        body: list[P.Stmt] = [P.Assign(base, _index(self.origin(0), P.read(peel), _mul(P.read(u), lanes)))]
         columns = []
         for x in self.ins:
             vt = P.VectorType(x.dtype, lanes)
@@ -206,12 +221,11 @@ class _Chains:
             body += stmts
             body += [P.Store(tensor, _index(P.read(base), P.Const(INDEX, j * self.segment)), row)
                      for j, row in enumerate(rows)]
-        out.append(P.Loop(u, P.Const(INDEX, self.segment // lanes), tuple(body), "serial"))
+        out.append(P.Loop(u, P.read(blocks), tuple(body), "serial"))
         for j, finals in enumerate(self.finals):
             out += [P.Assign(v, P.Lane(v.dtype, P.read(acc), j)) for v, acc in zip(finals, accs)]
-        if self.segment % lanes:
-            out += self.scalar(self.segment - self.segment % lanes, self.finals)
-        return out
+        done = P.Binary(INDEX, "add", P.read(peel), _mul(P.read(blocks), lanes))
+        return out + self.scalar(done, P.Const(INDEX, self.segment), self.finals)
 
 
 def lower_lane_chains(low, op: Op) -> list[P.Stmt]:
@@ -226,7 +240,8 @@ def lower_lane_chains(low, op: Op) -> list[P.Stmt]:
             continue
         test = P.Compare(BOOL, "eq", P.Field(INDEX, x, "stride", 0), P.Const(INDEX, 1))
         unit = test if unit is None else P.Binary(BOOL, "and", unit, test)
-    vector = chains.vector()
+    vector = start + chains.vector()
     if unit is None:
         return vector
-    return [P.If(unit, tuple(vector), tuple(start + chains.scalar(0, chains.finals)))]
+    scalar = start + chains.scalar(P.Const(INDEX, 0), P.Const(INDEX, chains.segment), chains.finals)
+    return [P.If(unit, tuple(vector), tuple(scalar))]

@@ -151,7 +151,8 @@ class MulAdd(Expr):
 
 @dataclass(frozen=True)
 class Field(Expr):
-    """A tensor's extent (``shape``) or element stride (``stride``) on one axis (index)."""
+    """A tensor's extent (``shape``) or element stride (``stride``) on one axis (index), or
+    the address of its first element in bytes (``address``, axis 0)."""
 
     tensor: TensorSym
     kind: str

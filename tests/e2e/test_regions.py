@@ -300,9 +300,10 @@ def test_chained_emit_equals_serial_scan(chained, n):
 
 @pytest.mark.parametrize("n", [GROUP, GROUP + 3, 3 * GROUP + 4200])
 def test_lane_chains_on_strided_components_equal_the_vector_lanes(module, chained, n):
-    """Components with unit stride run a group's chains in vector lanes (lane_lowering);
-    strided ones take the scalar loop of the same chains. Both give the same bits, for f32
-    affine maps (R8: the segmentation alone fixes the rounding) and for integer sums."""
+    """Components with unit stride run a group's chains in vector lanes (lane_lowering),
+    after as many scalar members as align the output; strided ones take the scalar loop of
+    the same chains. All give the same bits, for f32 affine maps at any alignment (R8: the
+    segmentation alone fixes the rounding) and for integer sums."""
     rng = np.random.default_rng(n)
     a2 = (rng.random(2 * n) * 0.5 + 0.5).astype(np.float32)
     b2 = rng.random(2 * n).astype(np.float32)
@@ -311,6 +312,11 @@ def test_lane_chains_on_strided_components_equal_the_vector_lanes(module, chaine
     h_strided = module.linear_recurrence(a2[::2], b2[::2], 0.75, last_strided)
     np.testing.assert_array_equal(h, h_strided)
     np.testing.assert_array_equal(last, last_strided)
+    for shift in range(1, 8):  # every alignment of the data: the scalar members before the vectors vary
+        out = np.empty(n + 8, np.float32)[shift:shift + n]
+        module.linear_recurrence(a2[shift:shift + n].copy(), b2[shift:shift + n].copy(), 0.75, last, out=out)
+        np.testing.assert_array_equal(out, module.linear_recurrence(a2[shift:shift + n], b2[shift:shift + n],
+                                                                    0.75, last_strided))
     np.testing.assert_allclose(h, _serial_recurrence(a2[::2], b2[::2], 0.75)[0], rtol=2e-5, atol=1e-6)
     x2, y2 = rng.integers(-1000, 1000, 2 * n), rng.integers(-1000, 1000, 2 * n)
     p, q = chained.seeded(x2[::2], y2[::2])
