@@ -280,7 +280,14 @@ class FunctionEmitter:
             value = self.expr(s.value)
             if s.tensor.dtype.is_bool:
                 value = b.zext(value, I8)
-            b.store(value, ptr, align=s.tensor.dtype.itemsize)
+            if s.streaming:  # an aligned whole vector, past the caches (MOVNTPS, STNP)
+                lanes = s.value.dtype.lanes if isinstance(s.value.dtype, P.VectorType) else 1
+                store = b.store(value, ptr, align=s.tensor.dtype.itemsize * lanes)
+                store.set_metadata("nontemporal", self.mod.module.add_metadata([ir.Constant(I32, 1)]))
+            else:
+                b.store(value, ptr, align=s.tensor.dtype.itemsize)
+        elif isinstance(s, P.Fence):
+            b.fence("seq_cst")
         elif isinstance(s, P.If):
             cond = self.expr(s.cond)
             with b.if_else(cond) as (then, orelse):

@@ -378,7 +378,7 @@ class GpuKernelEmitter(FunctionEmitter):
         return super().binary(op, a, c, dtype)
 
 
-_STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "If", "Loop", "While", "Check", "Alloc")
+_STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "Fence", "If", "Loop", "While", "Check", "Alloc")
                     if hasattr(P, n))
 _EXPRESSIONS = tuple(getattr(P, n) for n in ("Const", "Read", "Binary", "Unary", "Compare", "Select", "Cast",
                                              "Field", "Load", "MulAdd", "Splat", "Pack", "Lane", "Shuffle", "Atomic") if hasattr(P, n))

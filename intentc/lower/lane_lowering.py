@@ -28,6 +28,8 @@ from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
 
 LANES = 8
+LINE_BYTES = 64  # a cache line: streamed outputs are written a whole line at a time
+STREAM_BYTES = 8 << 20  # outputs at least this large take streaming stores (far beyond L2)
 _BINARY = {"add", "sub", "mul", "min", "max", "and", "or", "xor"}
 _UNARY = {"neg", "abs", "not"}
 _BOOL_RESULTS = {"cmp", "and", "or", "xor", "not"}
@@ -172,12 +174,74 @@ class _Chains:
             body += [P.Assign(v, P.read(tmp)) for v, tmp in zip(accs, temps)]
         return [P.Loop(t, P.Binary(INDEX, "sub", end, begin), tuple(body), "serial")]
 
+    def vector_loop(self, accs: list[P.Var], start: P.Expr, count: P.Expr, unroll: int,
+                    streaming: bool) -> P.Loop:
+        """``count`` iterations of ``unroll`` blocks of LANES members of every chain, from
+        member ``start``; ``streaming``: each chain's ``unroll`` vectors are stored back to
+        back with streaming stores (a whole cache line when ``unroll`` is the line's)."""
+        low, lanes = self.low, self.lanes
+        u = low.fresh("u", INDEX)
+        base = low.fresh("base", INDEX)
+        body: list[P.Stmt] = [P.Assign(base, _index(self.origin(0), start, _mul(P.read(u), unroll * lanes)))]
+        rows_out = [[[] for _ in range(lanes)] for _ in self.outs]  # per output, per chain: its vectors
+        for block in range(unroll):
+            columns = []
+            for x in self.ins:
+                vt = P.VectorType(x.dtype, lanes)
+                rows = [P.Load(vt, x, _index(P.read(base), P.Const(INDEX, j * self.segment + block * lanes)))
+                        for j in range(lanes)]
+                stmts, cols = _transpose(low, rows, vt, f"{x.name}_col")
+                body += stmts
+                columns.append(cols)
+            written = [[] for _ in self.outs]
+            for t in range(lanes):
+                before = [P.read(acc) for acc in accs]
+                stmts, values = _combine(low, self.combine, before + [cols[t] for cols in columns], lanes)
+                body += stmts
+                for o, pick in enumerate(self.picks):
+                    state = before[pick] if self.exclusive else values[pick]
+                    var = low.fresh(f"{self.outs[o].name}_col", accs[pick].dtype)
+                    body.append(P.Assign(var, state))
+                    written[o].append(P.read(var))
+                temps = [low.fresh(acc.name + "_next", acc.dtype) for acc in accs]
+                body += [P.Assign(tmp, value) for tmp, value in zip(temps, values)]
+                body += [P.Assign(acc, P.read(tmp)) for acc, tmp in zip(accs, temps)]
+            for o, (tensor, cols, pick) in enumerate(zip(self.outs, written, self.picks)):
+                stmts, rows = _transpose(low, cols, accs[pick].dtype, f"{tensor.name}_row")
+                body += stmts
+                for j, row in enumerate(rows):
+                    rows_out[o][j].append(row)
+        for tensor, chains in zip(self.outs, rows_out):
+            for j, rows in enumerate(chains):
+                body += [P.Store(tensor, _index(P.read(base), P.Const(INDEX, j * self.segment + block * lanes)),
+                                 row, streaming) for block, row in enumerate(rows)]
+        return P.Loop(u, count, tuple(body), "serial")
+
+    def line_members(self, x: P.TensorSym) -> int:
+        return max(self.lanes, LINE_BYTES // x.dtype.itemsize)
+
+    def streamable(self, peel: P.Expr) -> P.Expr:
+        """Whether the outputs take streaming stores: each holds at least STREAM_BYTES (far
+        more than stays in the caches anyway) and is aligned to a cache line after ``peel``."""
+        test = None
+        for x in self.outs:
+            size = x.dtype.itemsize
+            address = P.Field(INDEX, x, "address", 0)
+            member = P.Binary(INDEX, "add", P.Binary(INDEX, "floordiv", address, P.Const(INDEX, size)), peel)
+            parts = [P.Compare(BOOL, "ge", _mul(P.Field(INDEX, x, "shape", 0), size), P.Const(INDEX, STREAM_BYTES)),
+                     P.Compare(BOOL, "eq", P.Binary(INDEX, "mod", address, P.Const(INDEX, size)), P.Const(INDEX, 0)),
+                     P.Compare(BOOL, "eq", P.Binary(INDEX, "mod", member, P.Const(INDEX, self.line_members(x))),
+                               P.Const(INDEX, 0))]
+            for part in parts:
+                test = part if test is None else P.Binary(BOOL, "and", test, part)
+        return test
+
     def vector(self) -> list[P.Stmt]:
-        """Members up to an aligned address scalar, then whole blocks of LANES members of
+        """Members up to a cache-line boundary scalar, then whole blocks of LANES members of
         every chain in vector lanes, then the rest scalar; the chains' tuples in ``finals``."""
         low, lanes = self.low, self.lanes
-        # Chains start a multiple of LANES members apart, so one peel aligns the vectors of
-        # every chain of the anchor tensor (the written one, else the first read).
+        # Chains start a multiple of a cache line apart (segment), so one peel aligns the
+        # vectors of every chain of the anchor tensor (the written one, else the first read).
         anchor = (self.outs or self.ins)[0]
         first_member = P.Binary(INDEX, "floordiv", P.Field(INDEX, anchor, "address", 0),
                                 P.Const(INDEX, anchor.dtype.itemsize))
@@ -185,7 +249,7 @@ class _Chains:
         blocks = low.fresh("blocks", INDEX)
         out: list[P.Stmt] = [
             P.Assign(peel, P.Binary(INDEX, "mod", P.Binary(INDEX, "sub", P.Const(INDEX, 0), first_member),
-                                    P.Const(INDEX, lanes))),
+                                    P.Const(INDEX, self.line_members(anchor)))),
             P.Assign(blocks, P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", P.Const(INDEX, self.segment),
                                                                   P.read(peel)), P.Const(INDEX, lanes)))]
         out += self.scalar(P.Const(INDEX, 0), P.read(peel), self.finals)
@@ -193,35 +257,18 @@ class _Chains:
         accs = [low.fresh(f"lanes{c}", P.VectorType(d, lanes)) for c, d in enumerate(dtypes)]
         out += [P.Assign(acc, P.Pack(acc.dtype, tuple(P.read(finals[c]) for finals in self.finals)))
                 for c, acc in enumerate(accs)]
-        u = low.fresh("u", INDEX)
-        base = low.fresh("base", INDEX)
-        body: list[P.Stmt] = [P.Assign(base, _index(self.origin(0), P.read(peel), _mul(P.read(u), lanes)))]
-        columns = []
-        for x in self.ins:
-            vt = P.VectorType(x.dtype, lanes)
-            rows = [P.Load(vt, x, _index(P.read(base), P.Const(INDEX, j * self.segment))) for j in range(lanes)]
-            stmts, cols = _transpose(low, rows, vt, f"{x.name}_col")
-            body += stmts
-            columns.append(cols)
-        written = [[] for _ in self.outs]
-        for t in range(lanes):
-            before = [P.read(acc) for acc in accs]
-            stmts, values = _combine(low, self.combine, before + [cols[t] for cols in columns], lanes)
-            body += stmts
-            for o, pick in enumerate(self.picks):
-                state = before[pick] if self.exclusive else values[pick]
-                var = low.fresh(f"{self.outs[o].name}_col", accs[pick].dtype)
-                body.append(P.Assign(var, state))
-                written[o].append(P.read(var))
-            temps = [low.fresh(acc.name + "_next", acc.dtype) for acc in accs]
-            body += [P.Assign(tmp, value) for tmp, value in zip(temps, values)]
-            body += [P.Assign(acc, P.read(tmp)) for acc, tmp in zip(accs, temps)]
-        for tensor, cols, pick in zip(self.outs, written, self.picks):
-            stmts, rows = _transpose(low, cols, accs[pick].dtype, f"{tensor.name}_row")
-            body += stmts
-            body += [P.Store(tensor, _index(P.read(base), P.Const(INDEX, j * self.segment)), row)
-                     for j, row in enumerate(rows)]
-        out.append(P.Loop(u, P.read(blocks), tuple(body), "serial"))
+        plain = self.vector_loop(accs, P.read(peel), P.read(blocks), 1, False)
+        if self.outs:
+            # Large outputs are streamed past the caches a whole line at a time: no line is
+            # read for ownership, and none stays half written in a write-combining buffer.
+            per_line = max(1, min(self.line_members(x) for x in self.outs) // lanes)
+            lines = P.Binary(INDEX, "floordiv", P.read(blocks), P.Const(INDEX, per_line))
+            rest = P.Binary(INDEX, "sub", P.read(blocks), _mul(lines, per_line))
+            streamed = (self.vector_loop(accs, P.read(peel), lines, per_line, True), P.Fence(),
+                        self.vector_loop(accs, _index(P.read(peel), _mul(lines, per_line * lanes)), rest, 1, False))
+            out.append(P.If(self.streamable(P.read(peel)), streamed, (plain,)))
+        else:
+            out.append(plain)
         for j, finals in enumerate(self.finals):
             out += [P.Assign(v, P.Lane(v.dtype, P.read(acc), j)) for v, acc in zip(finals, accs)]
         done = P.Binary(INDEX, "add", P.read(peel), _mul(P.read(blocks), lanes))

@@ -195,9 +195,19 @@ class Assign(Stmt):
 
 @dataclass(frozen=True)
 class Store(Stmt):
+    """Write ``value`` at ``offset``. ``streaming``: a vector at an address aligned to its
+    size, written past the caches (non-temporal) since nothing reads it soon; a ``Fence``
+    must follow before another thread may read it."""
+
     tensor: TensorSym
     offset: Expr
     value: Expr
+    streaming: bool = False
+
+
+@dataclass(frozen=True)
+class Fence(Stmt):
+    """Every store before it (streaming ones included) is visible before any access after it."""
 
 
 @dataclass(frozen=True)
@@ -306,7 +316,10 @@ def format_stmts(stmts, indent: str = "") -> list[str]:
         if isinstance(s, Assign):
             lines.append(f"{indent}{s.var.name}: {s.var.dtype} = {format_expr(s.value)}")
         elif isinstance(s, Store):
-            lines.append(f"{indent}{s.tensor.name}.data[{format_expr(s.offset)}] = {format_expr(s.value)}")
+            streaming = " (streaming)" if s.streaming else ""
+            lines.append(f"{indent}{s.tensor.name}.data[{format_expr(s.offset)}] = {format_expr(s.value)}{streaming}")
+        elif isinstance(s, Fence):
+            lines.append(f"{indent}fence")
         elif isinstance(s, If):
             lines.append(f"{indent}if {format_expr(s.cond)}:")
             lines += format_stmts(s.then, indent + "  ") or [indent + "  pass"]

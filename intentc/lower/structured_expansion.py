@@ -32,11 +32,11 @@ CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not
 # of CHAIN_SEGMENT members and emits GROUP_CHAINS of them at a time as independent chains: one
 # per vector lane when the combine allows (``lane_lowering``), else SCAN_CHAINS at a time as
 # interleaved scalar chains. The size is fixed (results depend on nothing else), a multiple
-# of the lane count and not of 1024, so the chains' addresses do not alias in the cache; with a
+# of a cache line's members and not of 1024, so the chains' addresses do not alias in the cache; with a
 # constant distance between chains they share one address register per array. Four scalar
 # chains: eight (two accumulators each in a summary) spill on targets with 16 vector
 # registers, and each chain is one more memory stream.
-CHAIN_SEGMENT = 4096 + 24
+CHAIN_SEGMENT = 4096 + 32
 GROUP_CHAINS = lane_lowering.LANES
 SCAN_CHAINS = 4
 # Windows of this many groups (about 3 MB of f32 components and results) are summarised and

@@ -324,6 +324,32 @@ def test_lane_chains_on_strided_components_equal_the_vector_lanes(module, chaine
     np.testing.assert_array_equal(q, -7 + np.cumsum(y2[::2]))
 
 
+def test_lane_chains_stream_large_outputs_with_the_same_bits(module, chained):
+    """Outputs of at least STREAM_BYTES take streaming stores a cache line at a time (after
+    scalar members that align them); at every alignment they hold the bits of the scalar
+    chains that strided components take, and the serial recurrence's values."""
+    from intentc.lower.lane_lowering import STREAM_BYTES
+
+    n = STREAM_BYTES // 4 + 3 * GROUP + 100
+    rng = np.random.default_rng(11)
+    a2 = (rng.random(2 * n + 16) * 0.5 + 0.5).astype(np.float32)
+    b2 = rng.random(2 * n + 16).astype(np.float32)
+    last = np.zeros(1, np.float32)
+    want = module.linear_recurrence(a2[:2 * n:2], b2[:2 * n:2], 0.75, last)  # strided: scalar chains
+    ref, _ = _serial_recurrence(a2[:2 * 20000:2], b2[:2 * 20000:2], 0.75)
+    np.testing.assert_allclose(want[:20000], ref, rtol=2e-5, atol=1e-6)
+    a, b = a2[:2 * n:2].copy(), b2[:2 * n:2].copy()
+    for shift in (0, 1, 5, 15):
+        out = np.empty(n + 16, np.float32)[shift:shift + n]
+        module.linear_recurrence(a, b, 0.75, last, out=out)
+        np.testing.assert_array_equal(out, want)
+    m = STREAM_BYTES // 8 + GROUP + 5  # two i64 outputs, one vector per line
+    x, y = rng.integers(-1000, 1000, m), rng.integers(-1000, 1000, m)
+    p, q = chained.seeded(x, y)
+    np.testing.assert_array_equal(p, 5 + np.cumsum(x))
+    np.testing.assert_array_equal(q, -7 + np.cumsum(y))
+
+
 def test_lane_chains_lower_lane_wise_combines_only():
     """Which combines run in vector lanes: straight-line lane-wise arithmetic, not a helper
     that calls a math function (lane_lowering.lane_combinable)."""
