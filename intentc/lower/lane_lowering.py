@@ -11,12 +11,13 @@ value is the one the sub-segment alone would give; only the machine code differs
    the picked state components to its outputs at the same positions (before the combine
    when ``exclusive``). Its results are the chains' final tuples, chain-major.
 2. :func:`lower_lane_chains` (called by ``to_physical``) turns it into vector code when every
-   tensor has unit stride: after a few scalar members that align the written (else the
-   first read) tensor's vectors, each step loads LANES consecutive members of each chain, one
-   vector per chain, transposes the LANES × LANES block in registers so that a vector holds
-   one member of every chain, applies the combine lane-wise LANES times and, for an emit,
-   transposes the states back before storing them. A strided tensor takes the scalar loop
-   of the same chains. Both give the same values.
+   tensor has unit stride: after a few scalar members that bring the written (else the
+   first read) tensor to a cache line boundary, each step loads LANES consecutive members
+   of each chain, one vector per chain, transposes the LANES × LANES block in registers so
+   that a vector holds one member of every chain, applies the combine lane-wise LANES
+   times and, for an emit, transposes the states back before storing them — with
+   streaming stores, a whole line per chain at a time, when the outputs are large. A
+   strided tensor takes the scalar loop of the same chains. All give the same values.
 
 The combine must be straight-line lane-wise arithmetic (``lane_combinable``): helpers that
 call math functions, divide integers or carry booleans keep the scalar chains.
