@@ -381,7 +381,8 @@ class GpuKernelEmitter(FunctionEmitter):
 _STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "Fence", "If", "Loop", "While", "Check", "Alloc")
                     if hasattr(P, n))
 _EXPRESSIONS = tuple(getattr(P, n) for n in ("Const", "Read", "Binary", "Unary", "Compare", "Select", "Cast",
-                                             "Field", "Load", "MulAdd", "Splat", "Pack", "Lane", "Shuffle", "Atomic") if hasattr(P, n))
+                                             "Field", "Load", "MulAdd", "Splat", "Pack", "Lane", "Shuffle",
+                                             "Atomic") if hasattr(P, n))
 
 
 # ---- module-level entry points --------------------------------------------------------------------

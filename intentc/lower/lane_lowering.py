@@ -63,8 +63,6 @@ def lane_combinable(combine: Block) -> bool:
         t = op.result.type
         if isinstance(t, TensorType) or t == INDEX or (t.is_bool and op.name not in _BOOL_RESULTS):
             return False
-        if op.name == "abs" and t.is_int and not t.is_signed:
-            return False
     term = combine.ops[-1] if combine.ops else None
     return term is not None and term.name == "yield" and not any(v.type.is_bool for v in term.operands)
 
@@ -123,6 +121,13 @@ def _combine(low, combine: Block, args: list[P.Expr], lanes: int | None) -> tupl
     raise ValueError("combine without yield")
 
 
+def _carry(low, accs: list[P.Var], values: list[P.Expr]) -> list[P.Stmt]:
+    """``accs = values`` through temporaries (a combine may yield its arguments swapped)."""
+    temps = [low.fresh(acc.name + "_next", acc.dtype) for acc in accs]
+    return [P.Assign(tmp, value) for tmp, value in zip(temps, values)] + \
+           [P.Assign(acc, P.read(tmp)) for acc, tmp in zip(accs, temps)]
+
+
 def _transpose(low, rows: list[P.Expr], dtype, hint: str) -> tuple[list[P.Stmt], list[P.Expr]]:
     """Statements transposing the LANES × LANES block ``rows`` (vector j = row j)."""
     stmts: list[P.Stmt] = []
@@ -142,13 +147,13 @@ class _Chains:
 
     def __init__(self, low, op: Op):
         a = op.attrs
-        self.low, self.op = low, op
-        self.n_in, self.n_out, self.k, self.lanes = a["n_in"], a["n_out"], a["k"], a["lanes"]
+        n_in, n_out = a["n_in"], a["n_out"]
+        self.low, self.k, self.lanes = low, a["k"], a["lanes"]
         self.segment, self.picks, self.exclusive = a["segment"], a["picks"], a["exclusive"]
-        self.ins = [low.tensors[id(v)] for v in op.operands[:self.n_in]]
-        self.outs = [low.tensors[id(v)] for v in op.operands[self.n_in:self.n_in + self.n_out]]
-        self.first = low.read(op.operands[self.n_in + self.n_out])
-        flat = op.operands[self.n_in + self.n_out + 1:]
+        self.ins = [low.tensors[id(v)] for v in op.operands[:n_in]]
+        self.outs = [low.tensors[id(v)] for v in op.operands[n_in:n_in + n_out]]
+        self.first = low.read(op.operands[n_in + n_out])
+        flat = op.operands[n_in + n_out + 1:]
         self.starts = [flat[j * self.k:(j + 1) * self.k] for j in range(self.lanes)]
         self.finals = [[low.var(r) for r in op.results[j * self.k:(j + 1) * self.k]] for j in range(self.lanes)]
         self.combine = op.regions[0]
@@ -170,9 +175,7 @@ class _Chains:
             written = [P.read(v) for v in accs] if self.exclusive else values
             for out, pick in zip(self.outs, self.picks):
                 stmts.append(P.Store(out, _mul(at, P.Field(INDEX, out, "stride", 0)), written[pick]))
-            temps = [low.fresh(v.name + "_next", v.dtype) for v in accs]
-            body += stmts + [P.Assign(tmp, value) for tmp, value in zip(temps, values)]
-            body += [P.Assign(v, P.read(tmp)) for v, tmp in zip(accs, temps)]
+            body += stmts + _carry(low, accs, values)
         return [P.Loop(t, P.Binary(INDEX, "sub", end, begin), tuple(body), "serial")]
 
     def vector_loop(self, accs: list[P.Var], start: P.Expr, count: P.Expr, unroll: int,
@@ -204,9 +207,7 @@ class _Chains:
                     var = low.fresh(f"{self.outs[o].name}_col", accs[pick].dtype)
                     body.append(P.Assign(var, state))
                     written[o].append(P.read(var))
-                temps = [low.fresh(acc.name + "_next", acc.dtype) for acc in accs]
-                body += [P.Assign(tmp, value) for tmp, value in zip(temps, values)]
-                body += [P.Assign(acc, P.read(tmp)) for acc, tmp in zip(accs, temps)]
+                body += _carry(low, accs, values)
             for o, (tensor, cols, pick) in enumerate(zip(self.outs, written, self.picks)):
                 stmts, rows = _transpose(low, cols, accs[pick].dtype, f"{tensor.name}_row")
                 body += stmts

@@ -32,10 +32,10 @@ CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not
 # of CHAIN_SEGMENT members and emits GROUP_CHAINS of them at a time as independent chains: one
 # per vector lane when the combine allows (``lane_lowering``), else SCAN_CHAINS at a time as
 # interleaved scalar chains. The size is fixed (results depend on nothing else), a multiple
-# of a cache line's members and not of 1024, so the chains' addresses do not alias in the cache; with a
-# constant distance between chains they share one address register per array. Four scalar
-# chains: eight (two accumulators each in a summary) spill on targets with 16 vector
-# registers, and each chain is one more memory stream.
+# of a cache line's members and not of 1024, so the chains' addresses do not alias in the
+# cache; with a constant distance between chains they share one address register per array.
+# Four scalar chains: eight (two accumulators each in a summary) spill on targets with 16
+# vector registers, and each chain is one more memory stream.
 CHAIN_SEGMENT = 4096 + 32
 GROUP_CHAINS = lane_lowering.LANES
 SCAN_CHAINS = 4
@@ -720,22 +720,21 @@ class StructuredExpansion:
             store(blk, self.inline_region(summarize, self.segment_views(comps, start, stop)))
 
         def chained(first):
-            chains, lanes = [], []
+            chains = []
             for j in range(GROUP_CHAINS):
                 start = self.ix("mul", self.ix("add", first, self.c(j)), self.c(CHAIN_SEGMENT))
                 views = self.segment_views(comps, start, self.ix("add", start, self.c(CHAIN_SEGMENT)))
                 reduce, operands = self.run_to(summarize, plain[0], views)
                 k = reduce.attrs["arity"]
                 chains.append((reduce, operands[:k], operands[k:]))
-                lanes.append(self.lane_tensors(comps, views, operands[:k]))
+                if j == 0:  # every chain runs a copy of the same helper: its operands are the same components
+                    lanes = self.lane_tensors(comps, views, operands[:k])
 
             def step(t, j, accs):
                 reduce, inputs, _ = chains[j]
                 return self.apply(reduce.regions[0], accs, [self.element(x, [t], op.span, proven=True) for x in inputs])
 
-            same = all(ls is not None and ls == lanes[0] for ls in lanes)
-            totals = self.chain_group(chains[0][0].regions[0], lanes[0] if same else None, [c[2] for c in chains],
-                                      step, first)
+            totals = self.chain_group(chains[0][0].regions[0], lanes, [c[2] for c in chains], step, first)
             for j, total in enumerate(totals):
                 store(self.ix("add", first, self.c(j)), [total[pick] for pick in plain[1]])
 
@@ -754,7 +753,7 @@ class StructuredExpansion:
         chains (``chain_group``) — each in member order, as the emit alone would run it —
         writing their members in place. Same values as emitting the sub-segments one by one."""
         emit = op.regions[3]
-        chains, lanes = [], []
+        chains = []
         for j in range(GROUP_CHAINS):
             blk = self.ix("add", first, self.c(j))
             start = self.ix("mul", blk, self.c(CHAIN_SEGMENT))
@@ -767,7 +766,8 @@ class StructuredExpansion:
                 self.emit("assert_eq", [self.extent(x, 0), self.c(CHAIN_SEGMENT)], attrs={
                     "what": "region_scan: emit returned %lld members for a slice of %lld (R7)", "rule": "R7"})
             chains.append((start, inputs, list(start_acc), scan))
-            lanes.append(self.lane_tensors(comps, views, inputs))
+            if j == 0:  # every chain runs a copy of the same helper: its operands are the same components
+                lanes = self.lane_tensors(comps, views, inputs)
 
         def step(t, j, accs):
             start, inputs, _, scan = chains[j]
@@ -781,7 +781,7 @@ class StructuredExpansion:
             return combined
 
         written = [(out, pick) for out, pick in zip(outputs, seeded[1]) if out is not None]
-        same = all(ls is not None and ls == lanes[0] for ls in lanes) and all(id(out) in self.params
-                                                                           for out, _ in written)
-        self.chain_group(chains[0][3].regions[0], lanes[0] if same else None, [c[2] for c in chains], step, first,
+        if any(id(out) not in self.params for out, _ in written):
+            lanes = None
+        self.chain_group(chains[0][3].regions[0], lanes, [c[2] for c in chains], step, first,
                          [out for out, _ in written], [pick for _, pick in written], chains[0][3].attrs["exclusive"])
