@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
-from intentc.codegen.target import TargetSpec, target_machine
+from intentc.codegen.target import TargetSpec, new_target_machine, target_machine
 
 
 def optimize(llvm_ir: str, spec: TargetSpec):
@@ -24,8 +24,8 @@ def optimize(llvm_ir: str, spec: TargetSpec):
 
 
 def emit_object(module, spec: TargetSpec) -> bytes:
-    return target_machine(spec).emit_object(module)
+    return new_target_machine(spec).emit_object(module)
 
 
 def emit_assembly(module, spec: TargetSpec) -> str:
-    return target_machine(spec).emit_assembly(module)
+    return new_target_machine(spec).emit_assembly(module)

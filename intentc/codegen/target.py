@@ -123,8 +123,10 @@ def resolve_target(name: str | None, cpu: str = "native") -> TargetSpec:
                       toolchain_triple=arch.gnu_triple, zig_target=arch.gnu_triple)
 
 
-@functools.lru_cache(maxsize=None)
-def target_machine(spec: TargetSpec):
+def new_target_machine(spec: TargetSpec):
+    """A target machine of its own. Code emission takes a new one each time: LLVM's NVPTX backend
+    numbers call sequences with a counter kept in the target machine, so a shared one would make
+    a module's PTX depend on what the process compiled before it."""
     _init_llvm()
     target = llvm.Target.from_triple(spec.triple)
     features = spec.features
@@ -135,3 +137,9 @@ def target_machine(spec: TargetSpec):
         features = ",".join(f for f in (features, "+prefer-no-gather") if f)
     return target.create_target_machine(cpu=spec.cpu, features=features, opt=3, reloc="pic",
                                         codemodel="default")
+
+
+@functools.lru_cache(maxsize=None)
+def target_machine(spec: TargetSpec):
+    """The shared target machine, for data layouts and the optimisation pipeline."""
+    return new_target_machine(spec)

@@ -360,6 +360,17 @@ def test_same_input_same_bytes(tmp_path):
     assert (tmp_path / "a" / "k.ptx.json").read_bytes() == (tmp_path / "b" / "k.ptx.json").read_bytes()
 
 
+def test_bytes_do_not_depend_on_earlier_builds_in_the_process(tmp_path):
+    """A notebook or a build tool compiles many modules in one process: the PTX of one must not
+    depend on what was compiled before it (LLVM's NVPTX backend numbers call sequences per
+    target machine, so emission takes a machine of its own)."""
+    source = REPO / "benchmarks" / "kernels" / "softmax.intent"  # calls: numbered call sequences
+    build(source, tmp_path / "first" / "k.ptx", "sm_90")
+    build(REPO / "samples" / "atomic_counter.intent", tmp_path / "other" / "k.ptx", "sm_90")
+    build(source, tmp_path / "again" / "k.ptx", "sm_90")
+    assert (tmp_path / "first" / "k.ptx").read_bytes() == (tmp_path / "again" / "k.ptx").read_bytes()
+
+
 def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
