@@ -712,66 +712,30 @@ class TaskEmitter(FunctionEmitter):
 
 
 # ---- free-variable analysis for outlining ------------------------------------------------------
-def _children(e: P.Expr) -> list[P.Expr]:
-    """The operand expressions of ``e`` (a ``Pack``'s lanes included)."""
-    subs = [getattr(e, child, None) for child in ("a", "b", "c", "cond", "offset")] + list(getattr(e, "elems", ()))
-    return [sub for sub in subs if isinstance(sub, P.Expr)]
-
-
-def _expr_vars(e: P.Expr, out: set) -> None:
-    if isinstance(e, P.Read):
-        out.add(e.var)
-    for sub in _children(e):
-        _expr_vars(sub, out)
-
-
-def _walk(stmts, reads: set, writes: set, tensors: set | None = None) -> None:
-    for s in stmts:
-        exprs = []
-        if isinstance(s, P.Assign):
-            writes.add(s.var)
-            exprs = [s.value]
-        elif isinstance(s, P.Store):
-            exprs = [s.offset, s.value]
-            if tensors is not None:
-                tensors.add(s.tensor)
-        elif isinstance(s, P.If):
-            exprs = [s.cond]
-            _walk(s.then, reads, writes, tensors)
-            _walk(s.orelse, reads, writes, tensors)
-        elif isinstance(s, P.Loop):
-            writes.add(s.var)
-            exprs = [s.count] + ([s.grain] if s.grain is not None else [])
-            _walk(s.body, reads, writes, tensors)
-        elif isinstance(s, P.While):
-            exprs = [s.cond]
-            _walk(s.cond_body, reads, writes, tensors)
-            _walk(s.body, reads, writes, tensors)
-        elif isinstance(s, P.Check):
-            exprs = [s.cond] + list(s.args)
-        for e in exprs:
-            _expr_vars(e, reads)
-            if tensors is not None:
-                _expr_tensors(e, tensors)
-
-
-def _expr_tensors(e: P.Expr, out: set) -> None:
-    if isinstance(e, (P.Field, P.Load, P.Atomic)):
-        out.add(e.tensor)
-    for sub in _children(e):
-        _expr_tensors(sub, out)
+def _uses(stmts) -> tuple[set, set, set]:
+    """The variables ``stmts`` read, the variables they assign and the tensors they access
+    (stores, loads, atomics, fields), nested statements included."""
+    reads, writes, tensors = set(), set(), set()
+    for s in P.walk_stmts(stmts):
+        writes.update(P.stmt_defines(s))
+        if isinstance(s, P.Store):
+            tensors.add(s.tensor)
+        for e in P.stmt_exprs(s):
+            for n in P.walk_expr(e):
+                if isinstance(n, P.Read):
+                    reads.add(n.var)
+                elif isinstance(n, (P.Field, P.Load, P.Atomic)):
+                    tensors.add(n.tensor)
+    return reads, writes, tensors
 
 
 def _free_vars(loop: P.Loop) -> set:
-    reads, writes = set(), set()
-    _walk(loop.body, reads, writes)
+    reads, writes, _ = _uses(loop.body)
     return reads - writes - {loop.var}
 
 
 def _tensors_used(stmts) -> set:
-    reads, writes, tensors = set(), set(), set()
-    _walk(stmts, reads, writes, tensors)
-    return tensors
+    return _uses(stmts)[2]
 
 
 def emit_module(program: P.Program, triple: str, manifest: str | None = None,

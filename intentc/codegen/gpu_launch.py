@@ -281,7 +281,7 @@ def _is_grid(s: P.Stmt, written: set, single_vars: set) -> bool:
         return True
     if not isinstance(s, P.If):
         return False
-    nodes = _nodes(s.cond)
+    nodes = P.walk_expr(s.cond)
     if any(isinstance(n, P.Load) and n.tensor.name in written for n in nodes) or _reads_expr(s.cond) & single_vars:
         return False
     for t in s.then + s.orelse:
@@ -295,36 +295,12 @@ def _is_grid(s: P.Stmt, written: set, single_vars: set) -> bool:
     return True
 
 
-def _stmt_exprs(s: P.Stmt) -> list[P.Expr]:
-    if isinstance(s, P.Assign):
-        return [s.value]
-    if isinstance(s, P.Store):
-        return [s.offset, s.value]
-    if isinstance(s, P.If):
-        return [s.cond]
-    if isinstance(s, P.Loop):
-        return [s.count]
-    if isinstance(s, P.While):
-        return [s.cond]
-    if isinstance(s, P.Check):
-        return [s.cond, *s.args]
-    if isinstance(s, P.Alloc):
-        return list(s.extents)
-    return []
-
-
-def _nodes(e: P.Expr):
-    found = []
-    P.map_expr(e, lambda n: found.append(n) or n)
-    return found
-
-
 def _loaded(stmts) -> set:
-    return {n.tensor.name for s in stmts for e in _stmt_exprs(s) for n in _nodes(e) if isinstance(n, P.Load)}
+    return {n.tensor.name for s in stmts for e in P.stmt_exprs(s) for n in P.walk_expr(e) if isinstance(n, P.Load)}
 
 
 def _reads(stmts) -> set:
-    return {n.var for s in stmts for e in _stmt_exprs(s) for n in _nodes(e) if isinstance(n, P.Read)}
+    return {n.var for s in stmts for e in P.stmt_exprs(s) for n in P.walk_expr(e) if isinstance(n, P.Read)}
 
 
 def _assign_phases(stmts, phase: int, nests: dict) -> int:
@@ -362,7 +338,7 @@ def _flatten(loop: P.Loop, phase: int) -> GridNest:
 
 
 def _reads_expr(e: P.Expr) -> set:
-    return {n.var for n in _nodes(e) if isinstance(n, P.Read)}
+    return {n.var for n in P.walk_expr(e) if isinstance(n, P.Read)}
 
 
 def _top_level_defs(kernel: P.Kernel) -> dict:

@@ -8,7 +8,7 @@ error code. All nodes are frozen dataclasses; passes build new trees.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from intentc.kir.types import DType
 
@@ -358,58 +358,100 @@ def format_program(program: Program) -> str:
     return "\n".join(out) + "\n"
 
 
+# ---- children: declared once, by the fields' annotations ----------------------------------------
+# A node's children are the fields annotated with one of these forms; every traversal (map_expr,
+# map_stmts, walk_stmts, the emitters' read/write analyses, the GPU planner) goes through
+# ``child_fields`` so that adding a field to a node class updates them all.
+EXPR, OPTIONAL_EXPR, EXPRS, BLOCK, DEFINES = "expr", "optional expr", "exprs", "block", "defines"
+_CHILD_ANNOTATIONS = {"Expr": EXPR, "Expr | None": OPTIONAL_EXPR, "tuple[Expr, ...]": EXPRS,
+                      "tuple[Stmt, ...]": BLOCK}
+_CHILD_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[tuple[str, str], ...]:
+    """``(field name, role)`` of every child of a node class, in field order. Roles: ``expr``,
+    ``optional expr`` (None or an Expr), ``exprs`` (a tuple of Expr), ``block`` (a tuple of
+    Stmt), ``defines`` (the Var a statement assigns: ``Assign.var``, ``Loop.var``)."""
+    found = _CHILD_FIELDS.get(cls)
+    if found is None:
+        found = []
+        for f in fields(cls):
+            role = _CHILD_ANNOTATIONS.get(f.type)
+            if role is None and f.type == "Var" and issubclass(cls, Stmt):
+                role = DEFINES
+            if role is not None:
+                found.append((f.name, role))
+        found = _CHILD_FIELDS[cls] = tuple(found)
+    return found
+
+
+def _exprs_of(node) -> list[Expr]:
+    out = []
+    for name, role in child_fields(type(node)):
+        value = getattr(node, name)
+        if role == EXPR or (role == OPTIONAL_EXPR and value is not None):
+            out.append(value)
+        elif role == EXPRS:
+            out.extend(value)
+    return out
+
+
+def expr_children(e: Expr) -> list[Expr]:
+    """The operand expressions of ``e``, in field order."""
+    return _exprs_of(e)
+
+
+def stmt_exprs(s: Stmt) -> list[Expr]:
+    """The expressions directly in ``s`` (not those of its nested statements), in field order."""
+    return _exprs_of(s)
+
+
+def stmt_blocks(s: Stmt) -> list[tuple[Stmt, ...]]:
+    """The statement lists nested directly in ``s`` (an If's branches, a loop's body, ...)."""
+    return [getattr(s, name) for name, role in child_fields(type(s)) if role == BLOCK]
+
+
+def stmt_defines(s: Stmt) -> list[Var]:
+    """The variables ``s`` itself assigns (an Assign's target, a loop's index)."""
+    return [getattr(s, name) for name, role in child_fields(type(s)) if role == DEFINES]
+
+
+def walk_expr(e: Expr):
+    """Every node of ``e``, ``e`` included (pre-order)."""
+    yield e
+    for sub in expr_children(e):
+        yield from walk_expr(sub)
+
+
 # ---- rewriting ------------------------------------------------------------------------------------
+def _map_children(node, on_expr, on_block):
+    """``node`` rebuilt with ``on_expr`` applied to each child expression and ``on_block`` to
+    each nested statement list, in field order; a node without children is returned as is."""
+    changes = {}
+    for name, role in child_fields(type(node)):
+        value = getattr(node, name)
+        if role == EXPR or (role == OPTIONAL_EXPR and value is not None):
+            changes[name] = on_expr(value)
+        elif role == EXPRS:
+            changes[name] = tuple(on_expr(x) for x in value)
+        elif role == BLOCK:
+            changes[name] = on_block(value)
+    return replace(node, **changes) if changes else node
+
+
 def map_expr(e: Expr, fn) -> Expr:
     """Rebuild ``e`` bottom-up, applying ``fn`` to every node (children first)."""
-    from dataclasses import fields, replace
-
-    changes = {}
-    for f in fields(e):
-        value = getattr(e, f.name)
-        if isinstance(value, Expr):
-            changes[f.name] = map_expr(value, fn)
-        elif isinstance(value, tuple) and value and all(isinstance(x, Expr) for x in value):
-            changes[f.name] = tuple(map_expr(x, fn) for x in value)
-    if changes:
-        e = replace(e, **changes)
-    return fn(e)
+    return fn(_map_children(e, lambda x: map_expr(x, fn), None))
 
 
 def map_stmts(stmts, fn) -> tuple[Stmt, ...]:
     """Apply ``fn`` to every expression inside ``stmts`` (recursively)."""
-    from dataclasses import replace
-
-    out = []
-    for s in stmts:
-        if isinstance(s, Assign):
-            s = replace(s, value=map_expr(s.value, fn))
-        elif isinstance(s, Store):
-            s = replace(s, offset=map_expr(s.offset, fn), value=map_expr(s.value, fn))
-        elif isinstance(s, If):
-            s = replace(s, cond=map_expr(s.cond, fn), then=map_stmts(s.then, fn), orelse=map_stmts(s.orelse, fn))
-        elif isinstance(s, Loop):
-            s = replace(s, count=map_expr(s.count, fn), body=map_stmts(s.body, fn),
-                        grain=map_expr(s.grain, fn) if s.grain is not None else None)
-        elif isinstance(s, While):
-            s = replace(s, cond_body=map_stmts(s.cond_body, fn), cond=map_expr(s.cond, fn),
-                        body=map_stmts(s.body, fn))
-        elif isinstance(s, Check):
-            s = replace(s, cond=map_expr(s.cond, fn), args=tuple(map_expr(a, fn) for a in s.args))
-        elif isinstance(s, Alloc):
-            s = replace(s, extents=tuple(map_expr(e, fn) for e in s.extents))
-        out.append(s)
-    return tuple(out)
+    return tuple(_map_children(s, lambda e: map_expr(e, fn), lambda block: map_stmts(block, fn)) for s in stmts)
 
 
 def walk_stmts(stmts):
     """Every statement in ``stmts``, nested ones included (pre-order)."""
     for s in stmts:
         yield s
-        if isinstance(s, If):
-            yield from walk_stmts(s.then)
-            yield from walk_stmts(s.orelse)
-        elif isinstance(s, Loop):
-            yield from walk_stmts(s.body)
-        elif isinstance(s, While):
-            yield from walk_stmts(s.cond_body)
-            yield from walk_stmts(s.body)
+        for block in stmt_blocks(s):
+            yield from walk_stmts(block)
