@@ -274,6 +274,9 @@ class Program:
 
 
 # ---- printing (explain --stage physical) ----------------------------------------------------------
+# The text is also the physical program's serial form: ``physical_text.parse_program`` reads it
+# back. Types that follow from the operands (a Binary's is its operands', a Compare's bool, a
+# Load's its tensor's element, a Read's its variable's declaration) are not printed.
 def format_expr(e: Expr) -> str:
     if isinstance(e, Const):
         return f"{e.value!r}:{e.dtype}"
@@ -354,6 +357,10 @@ def format_program(program: Program) -> str:
             f"{p.name}: {p.dtype}[rank {p.rank}]{' mut' if p.writable else ''}" if isinstance(p, TensorSym)
             else f"{p.name}: {p.dtype}" for p in kernel.params)
         out.append(f"\nkernel {kernel.name}({params}):")
+        if kernel.source_name != kernel.name:
+            out.append(f"  source {kernel.source_name!r}")
+        if kernel.result_params:
+            out.append(f"  results {', '.join(kernel.result_params)}")
         out += format_stmts(kernel.body, "  ")
     return "\n".join(out) + "\n"
 
