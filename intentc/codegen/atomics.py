@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from intentc.codegen.llvm_types import mem_type
 from intentc.lower import program as P
 
 _ORDERS = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
@@ -33,8 +34,6 @@ def _bits_type(t: ir.Type) -> ir.IntType:
 
 def emit_atomic(fe, e: P.Atomic) -> ir.Value:
     """The old value (for a store: the stored one) of the atomic access ``e``."""
-    from intentc.codegen.emit_llvm import mem_type
-
     b = fe.builder
     dtype = e.dtype
     ty = mem_type(dtype)

@@ -27,16 +27,14 @@ import os
 import re
 from pathlib import Path
 
-import llvmlite
+from llvmlite import ir  # opaque pointers: the package's __init__ chooses them
 
-llvmlite.ir_layer_typed_pointers_enabled = False
-from llvmlite import ir  # noqa: E402
-
-from intentc.codegen.abi import STATUS  # noqa: E402
-from intentc.codegen.emit_llvm import I8, I32, I64, PTR, FunctionEmitter, UnsupportedError  # noqa: E402
-from intentc.codegen.gpu_launch import Plan, plan_kernel  # noqa: E402
-from intentc.kir.types import DType  # noqa: E402
-from intentc.lower import program as P  # noqa: E402
+from intentc.codegen.abi import STATUS
+from intentc.codegen.gpu_launch import Plan, plan_kernel
+from intentc.codegen.llvm_function import FunctionEmitter
+from intentc.codegen.llvm_types import I8, I32, I64, PTR, UnsupportedError
+from intentc.kir.types import DType
+from intentc.lower import program as P
 
 GLOBAL = ir.PointerType(addrspace=1)
 STATUS_ARGS = 4  # check arguments recorded in the status buffer
