@@ -319,7 +319,7 @@ class _Lines:
             self.pos += 1
             try:
                 stmt = self.stmt(text, indent)
-            except PhysicalParseError:
+            except PhysicalParseError:  # from a nested block: it names its own line
                 raise
             except (ValueError, IndexError, AttributeError) as exc:
                 raise PhysicalParseError(f"line {number}: {exc}: {text.strip()}") from None

@@ -4,7 +4,10 @@ It is what KIR becomes for one target: mutable scalar variables instead of SSA, 
 over ordinal counts with an explicit kind (``serial``, ``parallel`` = thread tasks over
 blocks of ``grain`` iterations), element addresses as explicit offsets from a tensor's
 data pointer using its extents and strides, and explicit run-time checks that return an
-error code. All nodes are frozen dataclasses; passes build new trees.
+error code. All nodes are frozen dataclasses; passes build new trees. Each node's children
+are the fields annotated as expressions or statement lists (``child_fields``), which every
+traversal uses. The text form is ``format_program`` / ``physical_text.parse_program``; the
+invariants the code generators rely on are ``physical_verifier``'s.
 """
 from __future__ import annotations
 
