@@ -17,10 +17,14 @@ from intentc.codegen.llvm_outline import CpuFunctionEmitter
 from intentc.codegen.llvm_types import I8, I32, I64, PTR, UnsupportedError, arg_type
 from intentc.lower import program as P
 
-__all__ = ["ModuleEmitter", "KernelEmitter", "UnsupportedError", "emit_module"]  # the driver reports UnsupportedError
+# UnsupportedError is the driver's to report, from here as before the split.
+__all__ = ["ModuleEmitter", "KernelEmitter", "UnsupportedError", "emit_module"]
 
 
 class ModuleEmitter:
+    """One LLVM module: the runtime's declarations, string constants, intrinsics, and an entry
+    (or an order-checking pair of bodies) per kernel."""
+
     def __init__(self, program: P.Program, triple: str):
         self.program = program
         self.module = ir.Module(name=program.module)

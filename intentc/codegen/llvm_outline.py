@@ -54,7 +54,7 @@ class TaskEmitter(CpuFunctionEmitter):
 
     def __init__(self, mod, func, kernel, loop: P.Loop, captured, tensors, closure_type):
         super().__init__(mod, func, kernel)
-        self.loop_stmt = loop
+        self.outlined = loop
         self.captured = captured
         self.tensors = tensors
         self.closure_type = closure_type
@@ -80,9 +80,8 @@ class TaskEmitter(CpuFunctionEmitter):
                     self.fields[(t.name, kind, axis)] = take()
         begin = b.mul(first, grain, flags=["nsw"])
         end = b.call(self.mod.intrinsic("llvm.smin.i64", I64, [I64, I64]), [b.mul(last, grain, flags=["nsw"]), count])
-        self.loop(self.loop_stmt.var, begin, end, self.loop_stmt.body)
+        self.loop(self.outlined.var, begin, end, self.outlined.body)
         self.finish()
-
 
 
 # ---- free-variable analysis for outlining ------------------------------------------------------

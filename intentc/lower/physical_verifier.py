@@ -280,7 +280,9 @@ class _Kernel:
             cond = e.cond.dtype
             ok_cond = cond == BOOL or (isinstance(cond, P.VectorType) and cond.elem == BOOL and vector
                                        and cond.lanes == t.lanes)
-            return None if ok_cond and t == e.a.dtype == e.b.dtype else "a select needs a bool and two values of its type"
+            if not ok_cond or not t == e.a.dtype == e.b.dtype:
+                return "a select needs a bool and two values of its type"
+            return None
         if isinstance(e, P.Cast):
             a = e.a.dtype
             if isinstance(a, P.VectorType) != vector or (vector and a.lanes != t.lanes):
