@@ -24,18 +24,10 @@ from intentc.sema.annotations import dtype_of
 from intentc.sema.shapes import broadcast_extents, broadcast_to
 from intentc.sema.values import Literal, TupleValue, literal_as
 
-BUILTINS = ("contract", "histogram")
 # Bin numbers are 32-bit in the compiled code, and a float bin count is exact in f32.
 MAX_BINS = {True: 1 << 24, False: (1 << 31) - 1}  # by the range form
 F32 = DTYPES["f32"]
 _NP = {32: np.float32, 64: np.float64}
-
-
-def structured_builtin(builder, name: str, node: ast.Call):
-    """``I.contract(...)`` or ``I.histogram(...)`` for the function builder of to_kir."""
-    if name == "contract":
-        return _contract(builder, node)
-    return _histogram(builder, node)
 
 
 def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str) -> dict:
@@ -56,7 +48,7 @@ def _tensor(builder, node, what: str, rule: str):
 
 
 # ---- contract (T3) ------------------------------------------------------------------------------
-def _contract(builder, node: ast.Call):
+def _contract(builder, name: str, node: ast.Call):
     usage = "I.contract(\"ij,jk->ik\", a, b, acc=dtype)"
     kwargs = _keywords(node, ("acc",), "contract")
     if len(node.args) != 3:
@@ -124,7 +116,7 @@ def _contract(builder, node: ast.Call):
 
 
 # ---- histogram (T6) -------------------------------------------------------------------------------
-def _histogram(builder, node: ast.Call):
+def _histogram(builder, name: str, node: ast.Call):
     usage = "I.histogram(values, bins=n, range=(lo, hi), weights=w) or I.histogram(indices, bins=n)"
     kwargs = _keywords(node, ("bins", "range", "weights"), "histogram")
     if len(node.args) != 1 or "bins" not in kwargs:
@@ -237,3 +229,5 @@ def _range(builder, node, dtype: DType):
         "what": "I.histogram needs a finite range with lo < hi (T6)", "rule": "T6", "code": "domain"})
     return converted
 
+
+BUILTINS = {"contract": _contract, "histogram": _histogram}

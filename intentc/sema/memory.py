@@ -34,8 +34,10 @@ from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
+from intentc.sema.relations import element_indices
 from intentc.sema.shapes import broadcast_extents, broadcast_to
-from intentc.sema.values import DTypeRef, FunctionRef, Literal, TupleValue, literal_as
+from intentc.sema.structured import combine_region, identity_of
+from intentc.sema.values import FunctionRef, Literal, TupleValue, literal_as
 
 U32 = DTYPES["u32"]
 U64 = DTYPES["u64"]
@@ -44,8 +46,6 @@ _RMW = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_m
         "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor", "atomic_exchange": "exchange"}
 _COMBINES = ("add", "mul", "min", "max", "and", "or", "xor")
 
-MEMORY_BUILTINS = ("gather", "load", "store", "scatter", "scatter_reduce", "buffer", "philox", "uniform",
-                   "ragged", "members", "atomic_cas", "atomic_load", "atomic_store") + tuple(_RMW)
 
 
 @dataclass(frozen=True)
@@ -56,29 +56,6 @@ class RaggedRef:
     source: Value
     offsets: Value
     mapping: Value | None
-
-
-def memory_builtin(b, name: str, node: ast.Call):
-    """The builtins of this module, for ``FunctionBuilder.builtin`` in to_kir."""
-    if name in ("gather", "load"):
-        return _read_builtin(b, name, node)
-    if name == "store":
-        return _store_builtin(b, node)
-    if name == "scatter":
-        return _scatter_builtin(b, node)
-    if name == "scatter_reduce":
-        return _scatter_reduce_builtin(b, node)
-    if name == "buffer":
-        return _buffer(b, node)
-    if name == "philox":
-        return _philox(b, node)
-    if name == "uniform":
-        return _uniform(b, node)
-    if name == "ragged":
-        return _ragged(b, node)
-    if name == "members":
-        return _members(b, node)
-    return _atomic(b, name, node)
 
 
 # ---- small helpers ---------------------------------------------------------------------------------
@@ -207,7 +184,7 @@ def _split_indices(b, tensor: Value, arg_nodes: list, what: str, span) -> list:
 def subscript_read(b, base: Value, node: ast.Subscript):
     """``x[i, j]``: an element load, or a gather when an index is a tensor (M1)."""
     if len(node.indices) != base.type.rank:
-        return b.indices(node, base)  # the rank diagnostic
+        return element_indices(b, node, base)  # the rank diagnostic
     values = [b.expr(item) for item in node.indices]
     spans = [item.span for item in node.indices]
     if not any(_is_tensor(v) for v in values):
@@ -258,7 +235,7 @@ def _read_builtin(b, name: str, node: ast.Call):
 def subscript_write(b, target: ast.Subscript, tensor: Value, value, span) -> None:
     """``out[i, j] = v``: an element store, or a scatter when an index is a tensor (M4)."""
     if len(target.indices) != tensor.type.rank:
-        b.indices(target, tensor)  # the rank diagnostic
+        element_indices(b, target, tensor)  # the rank diagnostic
     values = [b.expr(item) for item in target.indices]
     spans = [item.span for item in target.indices]
     if not any(_is_tensor(v) for v in values):  # one element: a tensor value is a type error
@@ -304,7 +281,7 @@ def scatter(b, dst: Value, index_values: list, spans: list, vals, span, mask, un
     b.emit("scatter_reduce" if reduce is not None else "scatter", operands, [], attrs, regions, span=span)
 
 
-def _store_builtin(b, node: ast.Call):
+def _store_builtin(b, name: str, node: ast.Call):
     kwargs = _keywords(node, ("mask",), "store")
     if len(node.args) < 2:
         raise error("I.store(dst, i..., value, mask=valid) takes a tensor, its indices and a value", node.span,
@@ -331,7 +308,7 @@ def _scatter_args(b, node: ast.Call, what: str):
     return dst, nodes
 
 
-def _scatter_builtin(b, node: ast.Call):
+def _scatter_builtin(b, name: str, node: ast.Call):
     kwargs = _keywords(node, ("mask", "unique"), "scatter")
     dst, nodes = _scatter_args(b, node, "scatter")
     mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
@@ -341,9 +318,7 @@ def _scatter_builtin(b, node: ast.Call):
     return TupleValue(())
 
 
-def _scatter_reduce_builtin(b, node: ast.Call):
-    from intentc.sema.structured import identity_of
-
+def _scatter_reduce_builtin(b, name: str, node: ast.Call):
     kwargs = _keywords(node, ("combine", "mask", "identity"), "scatter_reduce")
     dst, nodes = _scatter_args(b, node, "scatter_reduce")
     dtype = dst.type.dtype
@@ -353,7 +328,7 @@ def _scatter_reduce_builtin(b, node: ast.Call):
         if dtype.is_bool or (dtype.is_float and combine in ("and", "or", "xor")):
             raise error(f'combine="{combine}" is not defined on {dtype}', combine_node.span if combine_node else
                         node.span, rule="M5", hint="use an integer destination, or another combine")
-        identity = b.const(_identity(combine, dtype, identity_of), dtype, node.span)
+        identity = b.const(_identity(combine, dtype), dtype, node.span)
         if "identity" in kwargs:
             raise error(f'combine="{combine}" has its own identity', kwargs["identity"].span, rule="M5",
                         hint="identity= is only for helper combines")
@@ -369,7 +344,7 @@ def _scatter_reduce_builtin(b, node: ast.Call):
                         "unchanged)", node.span, rule="M5", hint="e.g. identity=0.0")
         identity = b.scalar_of(b.expr(kwargs["identity"]), dtype, kwargs["identity"].span, "the identity")
         name, region_combine = "helper", helper
-    region = b._combine_region(region_combine, [dtype], node.span)
+    region = combine_region(b, region_combine, [dtype], node.span)
     mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
     values = [b.expr(n) for n in nodes]
     scatter(b, dst, values, [n.span for n in nodes], b.expr(node.args[2]), node.span, mask, unique=False,
@@ -377,7 +352,7 @@ def _scatter_reduce_builtin(b, node: ast.Call):
     return TupleValue(())
 
 
-def _identity(combine: str, dtype: DType, identity_of):
+def _identity(combine: str, dtype: DType):
     """The value ``combine`` leaves unchanged: xor and or 0, and all ones, else as reductions."""
     if combine in ("xor", "or"):
         return False if dtype.is_bool else 0
@@ -435,7 +410,7 @@ def _atomic(b, name: str, node: ast.Call):
 
 
 # ---- logical buffers -----------------------------------------------------------------------------------------
-def _buffer(b, node: ast.Call):
+def _buffer(b, name: str, node: ast.Call):
     kwargs = _keywords(node, ("fill",), "buffer")
     if len(node.args) != 2 or "fill" not in kwargs:
         raise error("I.buffer(dtype, [extents], fill=value) takes a dtype, a list of extents and a fill",
@@ -519,7 +494,7 @@ def philox_words(b, node: ast.Call, what: str) -> list:
     return list(op.results)
 
 
-def _philox(b, node: ast.Call):
+def _philox(b, name: str, node: ast.Call):
     return TupleValue(tuple(philox_words(b, node, "philox")))
 
 
@@ -531,7 +506,7 @@ def _cast(b, value: Value, dtype: DType, span) -> Value:
     return op.result
 
 
-def _uniform(b, node: ast.Call):
+def _uniform(b, name: str, node: ast.Call):
     dtype = DTYPES["f32"]
     for kw in node.keywords:
         if kw.name == "dtype":
@@ -565,7 +540,7 @@ def _domain(b, node, what: str) -> Value:
                 hint="e.g. I.domain(0, n) or x.axis(0)")
 
 
-def _ragged(b, node: ast.Call):
+def _ragged(b, name: str, node: ast.Call):
     kwargs = _keywords(node, ("mapping",), "ragged")
     if len(node.args) != 3:
         raise error("I.ragged(outer, member_source, offsets, mapping=None) takes an outer domain, a member "
@@ -621,7 +596,7 @@ def _bounds(b, offsets: Value, g: Value, span) -> tuple[Value, Value]:
     return out[0], out[1]
 
 
-def _members(b, node: ast.Call):
+def _members(b, name: str, node: ast.Call):
     _keywords(node, (), "members")
     if len(node.args) != 2:
         raise error("I.members(r, g) takes a ragged relation and an outer coordinate", node.span, rule="G2")
@@ -640,4 +615,7 @@ def _members(b, node: ast.Call):
     return _index(b, mapped, node.span)
 
 
-__all__ = ["MEMORY_BUILTINS", "memory_builtin", "subscript_read", "subscript_write", "RaggedRef", "DTypeRef"]
+BUILTINS = {"gather": _read_builtin, "load": _read_builtin, "store": _store_builtin, "scatter": _scatter_builtin,
+            "scatter_reduce": _scatter_reduce_builtin, "buffer": _buffer, "philox": _philox, "uniform": _uniform,
+            "ragged": _ragged, "members": _members, "atomic_cas": _atomic, "atomic_load": _atomic,
+            "atomic_store": _atomic, **{name: _atomic for name in _RMW}}

@@ -40,7 +40,6 @@ from intentc.kir.types import BOOL, DTYPES, INDEX, DType, TensorType, element_dt
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
 
-BUILTINS = ("scaled_contract", "sparse_contract")
 F32 = DTYPES["f32"]
 MX_ELEMENTS = ("f8e4m3", "f8e5m2", "f6e2m3", "f6e3m2", "f4e2m1")
 SPARSE_FORMATS = ("2:4", "csr")
@@ -84,12 +83,6 @@ def mx_literal(dtype: DType, span):
                  hint=f"convert an f32: I.cast(1.0, {dtype})")
 
 
-def contraction_builtin(builder, name: str, node: ast.Call):
-    if name == "scaled_contract":
-        return _scaled_contract(builder, node)
-    return _sparse_contract(builder, node)
-
-
 def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str, rule: str) -> dict:
     kwargs = {}
     for kw in node.keywords:
@@ -124,7 +117,7 @@ _T4_USAGE = ("I.scaled_contract(a, sa, b, sb, acc=f32) with a: [M, G, C], sa: e8
              "sb: e8m0[N, G] (or a: [M, K], b: [K, N] with block=C)")
 
 
-def _scaled_contract(builder, node: ast.Call):
+def _scaled_contract(builder, name: str, node: ast.Call):
     kwargs = _keywords(node, ("acc", "block"), "scaled_contract", "T4")
     if len(node.args) != 4:
         raise error(f"I.scaled_contract takes four tensors (a, sa, b, sb), got {len(node.args)} arguments",
@@ -233,7 +226,7 @@ _T5_USAGE = ('I.sparse_contract("2:4", values, meta, b) with values: [M, K/2], m
 _INDEX_DTYPES = ("i32", "i64", "index")
 
 
-def _sparse_contract(builder, node: ast.Call):
+def _sparse_contract(builder, name: str, node: ast.Call):
     kwargs = _keywords(node, ("acc",), "sparse_contract", "T5")
     if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
         raise error("the first argument of I.sparse_contract is the format: \"2:4\" or \"csr\"",
@@ -326,3 +319,6 @@ def _times(builder, extent, factor: int, span):
     if isinstance(extent, int):
         return extent * factor
     return builder.emit("mul", [extent, builder.const(factor, INDEX, span)], [INDEX], span=span).result
+
+
+BUILTINS = {"scaled_contract": _scaled_contract, "sparse_contract": _sparse_contract}

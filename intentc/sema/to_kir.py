@@ -10,7 +10,6 @@ Guarantees of the KIR it builds (checked by ``intentc.kir.verifier``):
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 from intentc.diagnostics import CompileError, error, quote
@@ -18,29 +17,23 @@ from intentc.kir.extents import build as build_extent
 from intentc.kir.extents import is_expression
 from intentc.kir.extents import names as extent_names
 from intentc.kir.core import Block, Function, Module, Op, Param, Value
-from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, DomainType, TensorType, element_dtype
+from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import annotation, dtype_of, result_annotations
-from intentc.sema.contract import BUILTINS as CONTRACT_BUILTINS, structured_builtin
-from intentc.sema.memory import MEMORY_BUILTINS, memory_builtin, subscript_read, subscript_write
+from intentc.sema import relations
+from intentc.sema.builtins import call_builtin
+from intentc.sema.memory import subscript_read, subscript_write
 from intentc.sema.memory_checks import check_memory
 from intentc.sema.normalize import is_parallel_loop, normalize_function
-from intentc.sema.regions import Regions, check_region_helpers
-from intentc.sema.scaled import BUILTINS as SCALED_BUILTINS, check_mx, contraction_builtin
-from intentc.sema.structured import REDUCTIONS, SCANS, Structured
-from intentc.sema.shapes import Extent, broadcast_extents, broadcast_to, describe, same_extent
+from intentc.sema.regions import check_region_helpers
+from intentc.sema.scaled import check_mx
+from intentc.sema.shapes import Extent, broadcast_extents, broadcast_to, same_extent
 from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
 
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
            "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr"}
 _COMPARE = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
-_UNARY_MATH = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "abs": "abs"}
-_BINARY_MATH = {"minimum": "min", "maximum": "max"}
 _MAX_CONST_BITS = 4096  # constant folding stops here: no dtype holds more than 64 bits
-# Every other name builtin() accepts (listed in the hint of "unknown builtin").
-_OTHER_BUILTINS = ("argmax", "argmin", "cast", "domain", "indices", "join", "parallel", "permute", "reduce",
-                   "region_fold", "region_scan",
-                   "reshape", "scan", "transpose", "where")
 
 
 @dataclass
@@ -194,7 +187,7 @@ def _assigned_names(stmts) -> list[str]:
     return found
 
 
-class FunctionBuilder(Structured, Regions):
+class FunctionBuilder:
     def __init__(self, signatures: dict[str, _Signature], fn: ast.FunctionDef):
         self.signatures = signatures
         self.fn = normalize_function(fn)
@@ -911,42 +904,12 @@ class FunctionBuilder(Structured, Regions):
                 raise error(f"tuple index {k} out of range for {len(base.items)} items", node.span)
             return base.items[k]
         if isinstance(base, Value) and base.type == DOMAIN:
-            return self.subregion(base, node)
+            return relations.subregion(self, base, node)
         if not isinstance(base, Value) or not isinstance(base.type, TensorType):
             raise error("only tensors, domains and tuples can be indexed", node.value.span)
         if any(isinstance(item, ast.Slice) for item in node.indices):
-            return self.view(base, node)
+            return relations.view(self, base, node)
         return subscript_read(self, base, node)  # a load, or a gather for tensor indices (M1)
-
-    def subregion(self, domain: Value, node: ast.Subscript) -> Value:
-        """``d[a:b]``: the contiguous members of ``d`` in ``[a, b)`` (D4); checked, never clamped (D5)."""
-        if len(node.indices) != 1 or not isinstance(node.indices[0], ast.Slice):
-            raise error("a domain is sliced with one range `d[begin:end]`", node.span, rule="D4",
-                        hint="to pick single coordinates, iterate the domain")
-        piece = node.indices[0]
-        if piece.step is not None:
-            raise error("a strided selection is not a subregion: its members are not contiguous", piece.step.span,
-                        rule="D7", hint="use I.domain(begin, end, step) or an index tensor (an indexed relation)")
-        begin = self.as_index(self.expr(piece.lower), piece.lower.span) if piece.lower is not None else \
-            self.emit("dom_begin", [domain], [INDEX], span=node.span).result
-        end = self.as_index(self.expr(piece.upper), piece.upper.span) if piece.upper is not None else \
-            self.emit("dom_end", [domain], [INDEX], span=node.span).result
-        return self.emit("subregion", [domain, begin, end], [DOMAIN], span=node.span).result
-
-    def indices(self, node: ast.Subscript, tensor: Value) -> list[Value]:
-        rank = tensor.type.rank
-        if len(node.indices) != rank:
-            given = len(node.indices)
-            raise error(f"{quote(node.value.span) or 'this tensor'} has {rank} ax{'is' if rank == 1 else 'es'} "
-                        f"but {given} ind{'ex is' if given == 1 else 'ices are'} given", node.span,
-                        hint=f"give one index per axis, e.g. [{', '.join('ijklmn'[k % 6] for k in range(rank))}]")
-        out = []
-        for item in node.indices:
-            if isinstance(item, ast.Slice):
-                raise error("slices are not supported yet in this position", item.span, rule="D4",
-                            hint="index elements one by one inside a loop")
-            out.append(self.as_index(self.expr(item), item.span))
-        return out
 
     def as_index(self, value, span) -> Value:
         if isinstance(value, Literal):
@@ -966,9 +929,9 @@ class FunctionBuilder(Structured, Regions):
         if isinstance(func, ast.Attribute):
             base = self.expr(func.value)
             if isinstance(base, NamespaceRef):
-                return self.builtin(func.attr, node)
+                return call_builtin(self, func.attr, node)
             if isinstance(base, Value) and isinstance(base.type, TensorType):
-                return self.tensor_method(base, func.attr, node)
+                return relations.tensor_method(self, base, func.attr, node)
             raise error(f"'.{func.attr}(...)' is not defined here", func.span)
         if isinstance(func, ast.Name) and func.id == "len" and func.id not in self.scope:
             if len(node.args) != 1 or node.keywords:
@@ -986,340 +949,6 @@ class FunctionBuilder(Structured, Regions):
         if isinstance(target, FunctionRef):
             return self.call_helper(target.name, node)
         raise error("this is not callable", func.span)
-
-    # -- tensor relations: views, reshape, permute, join (S4-S6, C3, C4) ---------------------------
-    def view(self, tensor: Value, node: ast.Subscript) -> Value:
-        """``x[r, a:b, :]``: fixed axes are dropped, ranges kept and counted from 0; every bound
-        is checked against the extent at run time, never clamped (D5)."""
-        rank = tensor.type.rank
-        if len(node.indices) != rank:
-            raise error(f"this tensor has {rank} axes but {len(node.indices)} indices are given", node.span,
-                        hint="give one index or range per axis; `:` keeps a whole axis")
-        shape = self.shape_of(tensor)
-        axes, operands, extents = [], [tensor], []
-        for axis, item in enumerate(node.indices):
-            extent_v = self.index_value(shape[axis], item.span)
-            if not isinstance(item, ast.Slice):
-                axes.append("fix")
-                index = self.as_index(self.expr(item), item.span)
-                self.check_le(self.const(0, INDEX, item.span), index, item.span)
-                ok = self.emit("cmp", [index, extent_v], [BOOL], {"pred": "lt"}, span=item.span).result
-                self.emit("assert_true", [ok, index, extent_v], span=item.span, attrs={
-                    "what": f"index %lld is out of range [0, %lld) on axis {axis}", "rule": "D5", "code": "bounds"})
-                operands.append(index)
-                continue
-            if item.step is not None:
-                raise error("a strided tensor slice is not a view: its members are not contiguous", item.step.span,
-                            rule="D7", hint="gather with an index tensor instead")
-            begin = self.as_index(self.expr(item.lower), item.lower.span) if item.lower else self.const(0, INDEX)
-            if item.upper is not None:
-                end = self.as_index(self.expr(item.upper), item.upper.span)
-                extent = self.emit("sub", [end, begin], [INDEX], span=item.span).result
-            else:
-                end = self.index_value(shape[axis], item.span)
-                extent = shape[axis] if item.lower is None else \
-                    self.emit("sub", [end, begin], [INDEX], span=item.span).result
-            zero = self.const(0, INDEX, item.span)
-            ok = self.emit("and", [self.emit("and", [self.cmp("le", zero, begin, item.span),
-                                                      self.cmp("le", begin, end, item.span)], [BOOL]).result,
-                                   self.cmp("le", end, extent_v, item.span)], [BOOL]).result
-            self.emit("assert_true", [ok, begin, end, extent_v], span=item.span, attrs={
-                "what": f"slice [%lld, %lld) is not within [0, %lld) on axis {axis}; bounds are never clamped",
-                "rule": "D5", "code": "bounds"})
-            axes.append("range")
-            operands += [begin, end]
-            extents.append(extent)
-        static = tuple(e if isinstance(e, int) else None for e in extents)
-        op = self.emit("view", operands, [TensorType(tensor.type.dtype, static)], {"axes": axes}, span=node.span)
-        self.shapes[id(op.result)] = extents
-        return op.result
-
-    def cmp(self, pred: str, a: Value, b: Value, span) -> Value:
-        return self.emit("cmp", [a, b], [BOOL], {"pred": pred}, span=span).result
-
-    def check_le(self, a: Value, b: Value, span) -> None:
-        self.emit("assert_true", [self.cmp("le", a, b, span), b], span=span, attrs={
-            "what": "index %lld is negative", "rule": "D5", "code": "bounds"})
-
-    def extent_list(self, node) -> list:
-        if not isinstance(node, ast.TupleExpr):
-            raise error("extents are given as a list, e.g. [2, -1]", node.span, rule="S4")
-        return [(self.expr(e), e.span) for e in node.elts]
-
-    def reshape(self, tensor: Value, node, span) -> Value:
-        """Same elements in logical row-major order (S4); at most one extent is inferred (-1),
-        and only when unique: the other extents must not multiply to 0."""
-        items = self.extent_list(node)
-        inferred = [k for k, (v, _) in enumerate(items) if isinstance(v, Literal) and v.value == -1]
-        if len(inferred) > 1:
-            raise error("reshape can infer at most one extent (-1)", span, rule="S4")
-        old = self.shape_of(tensor)
-        count_old = self.product(old, span)
-        known: list = []
-        for k, (value, item_span) in enumerate(items):
-            if k in inferred:
-                continue
-            if isinstance(value, Literal):
-                known.append(literal_as(value, INDEX, "S4"))
-                if known[-1] < 0:
-                    raise error(f"an extent cannot be negative ({value.value})", item_span, rule="S4")
-            else:
-                known.append(self.as_index(value, item_span))
-        count_known = self.product(known, span)
-        new: list = []
-        if inferred:
-            if isinstance(count_known, int) and count_known == 0:
-                raise error("reshape cannot infer an extent when the other extents multiply to 0: "
-                            "any value would do, so the result is not unique", span, rule="S4",
-                            hint="give every extent explicitly")
-            known_v = self.index_value(count_known, span)
-            zero = self.const(0, INDEX, span)
-            nonzero = self.emit("cmp", [known_v, zero], [BOOL], {"pred": "ne"}, span=span).result
-            self.emit("assert_true", [nonzero], span=span, attrs={
-                "what": "reshape cannot infer an extent: the other extents multiply to 0 (S4)", "rule": "S4"})
-            old_v = self.index_value(count_old, span)
-            if isinstance(count_old, int) and isinstance(count_known, int):
-                if count_old % count_known:
-                    raise error(f"cannot reshape {count_old} elements into extents whose product {count_known} "
-                                "does not divide it", span, rule="S4")
-                inferred_extent = count_old // count_known
-            else:
-                rem = self.emit("mod", [old_v, known_v], [INDEX], span=span).result
-                self.emit("assert_eq", [rem, zero], span=span, attrs={
-                    "what": "reshape: the element count leaves a remainder %lld (must be %lld) (S4)", "rule": "S4"})
-                inferred_extent = self.emit("floordiv", [old_v, known_v], [INDEX], span=span).result
-            it = iter(known)
-            new = [inferred_extent if k in inferred else next(it) for k in range(len(items))]
-        else:
-            new = known
-            if isinstance(count_old, int) and isinstance(count_known, int):
-                if count_old != count_known:
-                    raise error(f"reshape keeps the element count: {count_old} elements cannot become "
-                                f"{count_known}", span, rule="S4")
-            else:
-                self.emit("assert_eq", [self.index_value(count_known, span), self.index_value(count_old, span)],
-                          span=span, attrs={"what": "reshape to %lld elements from %lld elements (S4)", "rule": "S4"})
-        static = tuple(e if isinstance(e, int) else None for e in new)
-        operands = [tensor] + [self.index_value(e, span) for e in new]
-        op = self.emit("reshape", operands, [TensorType(tensor.type.dtype, static)], span=span)
-        self.shapes[id(op.result)] = new
-        return op.result
-
-    def product(self, extents, span):
-        total = 1
-        for extent in extents:
-            if isinstance(total, int) and isinstance(extent, int):
-                total *= extent
-            else:
-                total = self.emit("mul", [self.index_value(total, span), self.index_value(extent, span)], [INDEX],
-                                  span=span).result
-        return total
-
-    def permute(self, tensor: Value, perm: list[int], span) -> Value:
-        rank = tensor.type.rank
-        if sorted(perm) != list(range(rank)):
-            raise error(f"{list(perm)} is not a permutation of the {rank} axes", span, rule="S5")
-        shape = self.shape_of(tensor)
-        result = TensorType(tensor.type.dtype, tuple(tensor.type.shape[p] for p in perm))
-        op = self.emit("permute", [tensor], [result], {"perm": list(perm)}, span=span)
-        self.shapes[id(op.result)] = [shape[p] for p in perm]
-        return op.result
-
-    def join(self, a, b, span) -> Value:
-        for v in (a, b):
-            if not isinstance(v, Value) or not isinstance(v.type, TensorType):
-                raise error("I.join takes two tensors", span, rule="S6")
-        if a.type.dtype != b.type.dtype:
-            raise error(f"I.join needs one dtype, got {a.type.dtype} and {b.type.dtype}", span, rule="S6")
-        if a.type.rank != b.type.rank:
-            raise error(f"I.join needs one shape, got ranks {a.type.rank} and {b.type.rank}", span, rule="S6")
-        sa, sb = self.shape_of(a), self.shape_of(b)
-        for axis, (ea, eb) in enumerate(zip(sa, sb)):
-            if same_extent(ea, eb):
-                continue
-            if isinstance(ea, int) and isinstance(eb, int):
-                raise error(f"I.join needs one shape: axis {axis} is {ea} and {eb}", span, rule="S6")
-            self.emit("assert_eq", [self.index_value(ea, span), self.index_value(eb, span)], span=span,
-                      attrs={"what": f"I.join needs one shape: axis {axis} is %lld and %lld", "rule": "S6"})
-        result = TensorType(a.type.dtype, a.type.shape + (2,))
-        op = self.emit("join", [a, b], [result], span=span)
-        self.shapes[id(op.result)] = list(sa) + [2]
-        return op.result
-
-    def int_list(self, node, what: str) -> list[int]:
-        if not isinstance(node, ast.TupleExpr) or not all(
-                isinstance(e, ast.Constant) and isinstance(e.value, int) for e in node.elts):
-            raise error(f"{what} is a list of integer literals", node.span)
-        return [e.value for e in node.elts]
-
-    def tensor_method(self, tensor: Value, name: str, node: ast.Call):
-        if name == "reshape":
-            self.arity(node, 1)
-            return self.reshape(tensor, node.args[0], node.span)
-        if name == "transpose":
-            self.arity(node, 0)
-            return self.permute(tensor, list(reversed(range(tensor.type.rank))), node.span)
-        if name == "permute":
-            self.arity(node, 1)
-            return self.permute(tensor, self.int_list(node.args[0], "a permutation"), node.span)
-        if name == "axis":
-            k = self.literal_int(node, 0, "axis")
-            if not 0 <= k < tensor.type.rank:
-                raise error(f"axis {k} is out of range for a tensor with {tensor.type.rank} axes", node.span)
-            extent = self.shape_of(tensor)[k]
-            zero, one = self.const(0, INDEX, node.span), self.const(1, INDEX, node.span)
-            return self.emit("domain", [zero, self.index_value(extent, node.span), one], [DOMAIN],
-                             span=node.span, attrs={"axis_of": k}).result
-        raise error(f"tensors have no method '.{name}'", node.func.span,
-                    hint="available: .axis(k), .reshape([...]), .transpose(), .permute([...])")
-
-    def literal_int(self, node: ast.Call, position: int, what: str) -> int:
-        if len(node.args) <= position or not isinstance(node.args[position], ast.Constant) \
-                or not isinstance(node.args[position].value, int) or isinstance(node.args[position].value, bool):
-            raise error(f"{what} must be an integer literal", node.span)
-        return node.args[position].value
-
-    def builtin(self, name: str, node: ast.Call):
-        args = node.args
-        kwargs = {k.name: k.value for k in node.keywords}
-        if name == "domain":
-            params = ["begin", "end", "step"]
-            values = list(args) + [None] * (3 - len(args))
-            for key, value in kwargs.items():
-                if key not in params or values[params.index(key)] is not None:
-                    raise error(f"unexpected argument '{key}'", node.span)
-                values[params.index(key)] = value
-            if values[0] is None or values[1] is None or len(args) > 3:
-                raise error("I.domain(begin, end, step=1) needs a begin and an end", node.span, rule="D1")
-            step_node = values[2]
-            literal = step_node.operand if isinstance(step_node, ast.UnaryOp) and step_node.op == "-" else step_node
-            if isinstance(literal, ast.Constant) and isinstance(literal.value, int) and \
-                    not isinstance(literal.value, bool) and (literal.value <= 0 or literal is not step_node):
-                value = literal.value if literal is step_node else -literal.value
-                if value <= 0:
-                    raise error(f"a domain step must be positive, got {value}", step_node.span, rule="D1",
-                                hint="a domain runs upward from begin to end; use a step of 1 or more")
-            operands = [self.as_index(self.expr(v), v.span) if v is not None else self.const(1, INDEX, node.span)
-                        for v in values]
-            return self.emit("domain", operands, [DOMAIN], span=node.span).result
-        if name in CONTRACT_BUILTINS:  # T3, T6
-            return structured_builtin(self, name, node)
-        if name in SCALED_BUILTINS:  # T4, T5: sema/scaled.py
-            return contraction_builtin(self, name, node)
-        if name in MEMORY_BUILTINS:  # M1-M6, A1-A2, N1-N2, G1-G3
-            return memory_builtin(self, name, node)
-        if kwargs and name not in REDUCTIONS and name not in SCANS and name not in (
-                "argmax", "argmin", "reduce", "scan", "region_fold", "region_scan"):
-            raise error(f"I.{name} takes no keyword arguments", node.span)
-        if name in _UNARY_MATH:
-            self.arity(node, 1)
-            value = self.numeric(self.expr(args[0]), args[0].span)
-            if isinstance(value, Literal):
-                value = self.scalar_of(value, value.default_dtype if name == "abs" else DTYPES["f32"],
-                                       args[0].span, f"the argument of I.{name}")
-            dtype = element_dtype(value.type)
-            if name != "abs" and not dtype.is_float:
-                raise error(f"I.{name} needs a float argument, got {dtype}", args[0].span,
-                            hint=f"use I.cast(x, f32)")
-            if dtype.is_bool:
-                raise error("I.abs is not defined on bool", args[0].span)
-            op = self.emit(_UNARY_MATH[name], [value], [value.type], span=node.span)
-            if isinstance(value.type, TensorType):
-                self.shapes[id(op.result)] = self.shape_of(value)
-            return op.result
-        if name in _BINARY_MATH:
-            self.arity(node, 2)
-            left, right = (self.numeric(self.expr(a), a.span) for a in args)
-            if isinstance(left, Literal) and isinstance(right, Literal):
-                pick = min if name == "minimum" else max
-                return Literal(pick(left.value, right.value), node.span)
-            dtype = self.common_dtype(left, right, args[0].span, args[1].span, node.span)
-            self.check_operator(_BINARY_MATH[name], name, dtype, node.span)
-            a, b = self.pointwise_operands([left, right], dtype, [args[0].span, args[1].span], node.span)
-            return self.shaped_like(self.emit(_BINARY_MATH[name], [a, b], [a.type], span=node.span).result, a)
-        if name == "where":
-            self.arity(node, 3)
-            cond, a, b = (self.numeric(self.expr(x), x.span) for x in args)
-            if isinstance(cond, Literal):
-                cond = self.scalar_of(cond, BOOL, args[0].span, "the condition")
-            if element_dtype(cond.type) != BOOL:
-                raise error(f"the condition of I.where must be bool, got {cond.type}", args[0].span)
-            if isinstance(a, Literal) and isinstance(b, Literal):
-                a = self.scalar_of(a, a.default_dtype if not isinstance(b.value, float) else b.default_dtype,
-                                   args[1].span, "a choice")
-            dtype = self.common_dtype(a, b, args[1].span, args[2].span, node.span)
-            a, b = [self.scalar_of(v, dtype, s, "a choice") if isinstance(v, Literal) else v
-                    for v, s in ((a, args[1].span), (b, args[2].span))]
-            shapes = [self.shape_of(v) for v in (cond, a, b)]
-            spans = [x.span for x in args]
-            if any(shapes):
-                result = broadcast_extents(self, shapes, spans)
-                cond, a, b = [broadcast_to(self, v, s, result, sp) for v, s, sp in zip((cond, a, b), shapes, spans)]
-            return self.shaped_like(self.emit("select", [cond, a, b], [a.type], span=node.span).result, a)
-        if name == "cast":
-            self.arity(node, 2)
-            value = self.numeric(self.expr(args[0]), args[0].span)
-            dtype = dtype_of(args[1])
-            if isinstance(value, Literal):
-                value = self.scalar_of(value, value.default_dtype, args[0].span, "the argument")
-            result_type = TensorType(dtype, value.type.shape) if isinstance(value.type, TensorType) else dtype
-            if value.type == result_type:
-                return value
-            op = self.emit("cast", [value], [result_type], span=node.span)
-            if isinstance(value.type, TensorType):
-                self.shapes[id(op.result)] = self.shape_of(value)
-            return op.result
-        if name in ("reshape", "permute", "transpose", "join"):
-            values = [self.expr(a) for a in args[:1]]
-            if name == "join":
-                self.arity(node, 2)
-                return self.join(values[0], self.expr(args[1]), node.span)
-            tensor = values[0] if values else None
-            if not isinstance(tensor, Value) or not isinstance(tensor.type, TensorType):
-                raise error(f"I.{name} takes a tensor first", node.span)
-            if name == "transpose":
-                self.arity(node, 1)
-                return self.permute(tensor, list(reversed(range(tensor.type.rank))), node.span)
-            self.arity(node, 2)
-            if name == "reshape":
-                return self.reshape(tensor, args[1], node.span)
-            return self.permute(tensor, self.int_list(args[1], "a permutation"), node.span)
-        if name in REDUCTIONS or name in ("argmax", "argmin", "reduce"):
-            return self.reduction(name, node)
-        if name in ("region_fold", "region_scan"):
-            return self.region_op(name, node)
-        if name in SCANS or name == "scan":
-            return self.scan(name, node)
-        if name == "indices":
-            self.arity(node, 1)
-            domain = self.domain_of(self.expr(args[0]), args[0].span)
-            op = self.emit("indices", [domain], [TensorType(INDEX, (None,))], span=node.span)
-            self.shapes[id(op.result)] = [self.emit("dom_len", [domain], [INDEX], span=node.span).result]
-            return op.result
-        if name == "state_stream":
-            raise error("there is no I.state_stream: a body re-segmented by a compiler-chosen extent has no "
-                        "unique meaning", node.func.span, rule="R0",
-                        hint="use I.region_fold / I.region_scan with summarize and combine helpers, or an ordered "
-                             "for loop with carries")
-        if name == "partition":
-            raise error("there is no I.partition: observable parts are ordinary domains and subregions",
-                        node.func.span, rule="L2",
-                        hint="write the parts' bounds yourself, e.g. axis[lo:hi]; unobservable blocking is the "
-                             "compiler's job")
-        if name == "parallel":
-            raise error("I.parallel(...) is only iterated by a for loop", node.span, rule="P1",
-                        hint="write `for p in I.parallel(domain):`")
-        known = sorted(set(_UNARY_MATH) | set(_BINARY_MATH) | set(_OTHER_BUILTINS) | set(REDUCTIONS) | set(SCANS)
-                       | set(MEMORY_BUILTINS) | set(CONTRACT_BUILTINS) | set(SCALED_BUILTINS))
-        close = difflib.get_close_matches(name, known, n=1)
-        raise error(f"unknown builtin I.{name}", node.func.span,
-                    hint=(f"did you mean I.{close[0]}? " if close else "") + "the builtins are "
-                    + ", ".join(f"I.{k}" for k in known) + " (docs/language.md)")
-
-    def arity(self, node: ast.Call, count: int) -> None:
-        if len(node.args) != count:
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else "this function"
-            raise error(f"I.{name} takes {count} arguments, got {len(node.args)}", node.span)
 
     def call_helper(self, name: str, node: ast.Call):
         sig = self.signatures[name]
