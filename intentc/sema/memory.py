@@ -157,15 +157,9 @@ def _static(shape) -> tuple:
 def _space(b, tensor: Value) -> str:
     if id(tensor) in b.params:
         return "external"
-    if id(tensor) in _buffers(b):
+    if id(tensor) in b.buffers:
         return "buffer"
     return "value"  # refined from the relation's root by memory_checks.annotate_spaces
-
-
-def _buffers(b) -> set:
-    if not hasattr(b, "_memory_buffers"):
-        b._memory_buffers = set()
-    return b._memory_buffers
 
 
 def _split_indices(b, tensor: Value, arg_nodes: list, what: str, span) -> list:
@@ -440,7 +434,7 @@ def _buffer(b, name: str, node: ast.Call):
     buf = op.result
     b.shapes[id(buf)] = list(extents)
     b.mutable.add(id(buf))
-    _buffers(b).add(id(buf))
+    b.buffers.add(id(buf))
     _fill(b, buf, operands, fill, node.span)
     return buf
 

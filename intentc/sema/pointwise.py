@@ -10,6 +10,7 @@ from intentc.diagnostics import error
 from intentc.kir.types import BOOL, DTYPES, TensorType, element_dtype
 from intentc.sema.annotations import dtype_of
 from intentc.sema.arguments import arity, no_keywords
+from intentc.sema.folding import fold_extremum
 from intentc.sema.shapes import broadcast_extents, broadcast_to
 from intentc.sema.values import Literal
 
@@ -43,8 +44,7 @@ def _binary_math(b, name: str, node):
     arity(node, 2)
     left, right = (b.numeric(b.expr(a), a.span) for a in args)
     if isinstance(left, Literal) and isinstance(right, Literal):
-        pick = min if name == "minimum" else max
-        return Literal(pick(left.value, right.value), node.span)
+        return fold_extremum(name, left, right, node.span)
     dtype = b.common_dtype(left, right, args[0].span, args[1].span, node.span)
     b.check_operator(BINARY_MATH[name], name, dtype, node.span)
     x, y = b.pointwise_operands([left, right], dtype, [args[0].span, args[1].span], node.span)
