@@ -7,9 +7,10 @@ through ``I.cast``. Two literals fold at compile time for ``I.minimum``/``I.maxi
 from __future__ import annotations
 
 from intentc.diagnostics import error
-from intentc.kir.types import BOOL, DTYPES, TensorType, element_dtype
+from intentc.kir.core import Value
+from intentc.kir.types import BOOL, DTYPES, DType, TensorType, element_dtype
 from intentc.sema.annotations import dtype_of
-from intentc.sema.arguments import arity, no_keywords
+from intentc.sema.arguments import arity, is_tensor, no_keywords
 from intentc.sema.folding import fold_extremum
 from intentc.sema.shapes import broadcast_extents, broadcast_to
 from intentc.sema.values import Literal
@@ -85,8 +86,14 @@ def _cast(b, name: str, node):
     result_type = TensorType(dtype, value.type.shape) if isinstance(value.type, TensorType) else dtype
     if value.type == result_type:
         return value
-    op = b.emit("cast", [value], [result_type], span=node.span)
-    if isinstance(value.type, TensorType):
+    return convert(b, value, dtype, node.span)
+
+
+def convert(b, value: Value, dtype: DType, span) -> Value:
+    """One ``cast`` of a scalar or a tensor to ``dtype``, element by element (same extents)."""
+    result_type = TensorType(dtype, value.type.shape) if is_tensor(value) else dtype
+    op = b.emit("cast", [value], [result_type], span=span)
+    if is_tensor(value):
         b.shapes[id(op.result)] = b.shape_of(value)
     return op.result
 

@@ -18,7 +18,7 @@ from intentc.diagnostics import error
 from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import INDEX, TensorType
 from intentc.parse import ast
-from intentc.sema.values import FunctionRef, TupleValue
+from intentc.sema.values import FunctionRef, TupleValue, items_of
 
 _REGION_OPS = ("region_fold", "region_scan")
 # Ops that would let a helper see where or how long its segment is (R5), or have effects (R4).
@@ -41,7 +41,7 @@ def _values(b, node) -> list:
     if node is None:
         return []
     value = b.expr(node)
-    return list(value.items) if isinstance(value, TupleValue) else [value]
+    return items_of(value)
 
 
 def _call_region(b, ref: FunctionRef, args: list[Value], extra: list, span, role: str, rule: str,

@@ -19,7 +19,7 @@ from intentc.kir.core import Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 from intentc.parse import ast
 from intentc.sema.arguments import arity, no_keywords
-from intentc.sema.shapes import same_extent
+from intentc.sema.shapes import same_extent, static_shape
 from intentc.sema.values import Literal, literal_as
 
 
@@ -96,7 +96,7 @@ def view(b, tensor: Value, node: ast.Subscript) -> Value:
         axes.append("range")
         operands += [begin, end]
         extents.append(extent)
-    static = tuple(e if isinstance(e, int) else None for e in extents)
+    static = static_shape(extents)
     op = b.emit("view", operands, [TensorType(tensor.type.dtype, static)], {"axes": axes}, span=node.span)
     b.shapes[id(op.result)] = extents
     return op.result
@@ -170,7 +170,7 @@ def reshape(b, tensor: Value, node, span) -> Value:
         else:
             b.emit("assert_eq", [b.index_value(count_known, span), b.index_value(count_old, span)],
                       span=span, attrs={"what": "reshape to %lld elements from %lld elements (S4)", "rule": "S4"})
-    static = tuple(e if isinstance(e, int) else None for e in new)
+    static = static_shape(new)
     operands = [tensor] + [b.index_value(e, span) for e in new]
     op = b.emit("reshape", operands, [TensorType(tensor.type.dtype, static)], span=span)
     b.shapes[id(op.result)] = new

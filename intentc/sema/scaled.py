@@ -37,27 +37,12 @@ from intentc.kir.contract_spec import acc_allowed, default_acc
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
+from intentc.sema.arguments import keywords, tensor_arg
 from intentc.sema.mx import MX_ELEMENTS
+from intentc.sema.shapes import static_shape
 
 F32 = DTYPES["f32"]
 SPARSE_FORMATS = ("2:4", "csr")
-
-def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str, rule: str) -> dict:
-    kwargs = {}
-    for kw in node.keywords:
-        if kw.name not in allowed:
-            raise error(f"I.{what} has no argument '{kw.name}'", kw.span, rule=rule,
-                        hint="accepted: " + ", ".join(allowed))
-        kwargs[kw.name] = kw.value
-    return kwargs
-
-
-def _tensor(builder, node, what: str, rule: str, usage: str):
-    value = builder.expr(node)
-    if not hasattr(value, "type") or not isinstance(value.type, TensorType):
-        raise error(f"{what} must be a tensor", node.span, rule=rule, hint=usage)
-    return value
-
 
 def _same_extent(builder, first, second, span, rule: str, message: str, hint: str) -> None:
     """Equal extents: a diagnostic when both are static, else a run-time check."""
@@ -77,12 +62,12 @@ _T4_USAGE = ("I.scaled_contract(a, sa, b, sb, acc=f32) with a: [M, G, C], sa: e8
 
 
 def _scaled_contract(builder, name: str, node: ast.Call):
-    kwargs = _keywords(node, ("acc", "block"), "scaled_contract", "T4")
+    kwargs = keywords(node, ("acc", "block"), "scaled_contract", "T4")
     if len(node.args) != 4:
         raise error(f"I.scaled_contract takes four tensors (a, sa, b, sb), got {len(node.args)} arguments",
                     node.span, rule="T4", hint=_T4_USAGE)
     names = ("a", "sa", "b", "sb")
-    a, sa, b, sb = (_tensor(builder, arg, f"'{n}' of I.scaled_contract", "T4", _T4_USAGE)
+    a, sa, b, sb = (tensor_arg(builder, arg, f"'{n}' of I.scaled_contract", "T4", _T4_USAGE)
                     for arg, n in zip(node.args, names))
     spans = dict(zip(names, (arg.span for arg in node.args)))
     for value, n in ((a, "a"), (b, "b")):
@@ -135,7 +120,7 @@ def _scaled_contract(builder, name: str, node: ast.Call):
         if acc != F32:
             raise error(f"I.scaled_contract accumulates in f32, not {acc}", kwargs["acc"].span, rule="T4",
                         hint="drop acc= or write acc=f32; I.cast the result to another dtype")
-    static = tuple(e if isinstance(e, int) else None for e in (m, n))
+    static = static_shape((m, n))
     op = builder.emit("scaled_contract", [a, sa, b, sb], [TensorType(acc, static)], {"acc": acc.name},
                       span=node.span)
     builder.shapes[id(op.result)] = [m, n]
@@ -186,7 +171,7 @@ _INDEX_DTYPES = ("i32", "i64", "index")
 
 
 def _sparse_contract(builder, name: str, node: ast.Call):
-    kwargs = _keywords(node, ("acc",), "sparse_contract", "T5")
+    kwargs = keywords(node, ("acc",), "sparse_contract", "T5")
     if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
         raise error("the first argument of I.sparse_contract is the format: \"2:4\" or \"csr\"",
                     node.args[0].span if node.args else node.span, rule="T5", hint=_T5_USAGE)
@@ -198,7 +183,7 @@ def _sparse_contract(builder, name: str, node: ast.Call):
     if len(node.args) != 1 + len(names):
         raise error(f"I.sparse_contract(\"{form}\", ...) takes {len(names)} tensors ({', '.join(names)}), got "
                     f"{len(node.args) - 1}", node.span, rule="T5", hint=_T5_USAGE)
-    operands = {n: _tensor(builder, arg, f"'{n}' of I.sparse_contract", "T5", _T5_USAGE)
+    operands = {n: tensor_arg(builder, arg, f"'{n}' of I.sparse_contract", "T5", _T5_USAGE)
                 for n, arg in zip(names, node.args[1:])}
     spans = {n: arg.span for n, arg in zip(names, node.args[1:])}
     values, b = operands["values"], operands["b"]
@@ -267,7 +252,7 @@ def _sparse_contract(builder, name: str, node: ast.Call):
                 "rule": "T5", "code": "shape"})
             m = builder.emit("sub", [rows1, one], [INDEX], span=node.span).result
         args = [offsets, columns, values, b]
-    static = tuple(e if isinstance(e, int) else None for e in (m, n))
+    static = static_shape((m, n))
     op = builder.emit("sparse_contract", args, [TensorType(acc, static)], {"format": form, "acc": acc.name},
                       span=node.span)
     builder.shapes[id(op.result)] = [m, n]

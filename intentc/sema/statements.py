@@ -167,8 +167,8 @@ def if_stmt(b, stmt: ast.If) -> None:
         if then_value is else_value:
             continue
         if then_value.type != else_value.type:
-            raise error(f"'{name}' has type {then_value.type} on one branch and {else_value.type} on the other", stmt.span,
-                        rule="O1", hint="give both branches the same dtype")
+            raise error(f"'{name}' has type {then_value.type} on one branch and {else_value.type} on the other",
+                        stmt.span, rule="O1", hint="give both branches the same dtype")
         merged.append((name, then_value, else_value))
     then_block.ops.append(Op("yield", [value for _, value, _ in merged], span=stmt.span))
     else_block.ops.append(Op("yield", [value for _, _, value in merged], span=stmt.span))

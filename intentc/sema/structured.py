@@ -15,8 +15,10 @@ from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, INDEX, DType, TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
-from intentc.sema.shapes import broadcast_extents, broadcast_to
-from intentc.sema.values import FunctionRef, TupleValue, int_range
+from intentc.sema.arguments import flag, keywords
+from intentc.sema.pointwise import convert
+from intentc.sema.shapes import broadcast_extents, broadcast_to, static_shape
+from intentc.sema.values import FunctionRef, TupleValue, int_range, items_of
 
 REDUCTIONS = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "any": "or", "all": "and"}
 SCANS = {"cumsum": "add", "cumprod": "mul"}
@@ -36,17 +38,7 @@ def identity_of(combine: str, dtype: DType):
     return low if combine == "max" else high
 
 
-# -- argument handling ---------------------------------------------------------------------
-def _kwargs(node: ast.Call, allowed: set[str]) -> dict:
-    kwargs = {}
-    for kw in node.keywords:
-        if kw.name not in allowed:
-            raise error(f"unexpected argument '{kw.name}'", kw.span,
-                        hint="accepted: " + ", ".join(sorted(allowed)))
-        kwargs[kw.name] = kw.value
-    return kwargs
-
-
+# -- arguments -------------------------------------------------------------------------------
 def _axes(node_axis, rank: int, span, single: bool = False) -> list[int]:
     if node_axis is None or (isinstance(node_axis, ast.Constant) and node_axis.value is None):
         if single and rank != 1:
@@ -66,14 +58,6 @@ def _axes(node_axis, rank: int, span, single: bool = False) -> list[int]:
     if single and len(axes) != 1:
         raise error("this operation takes one axis", node_axis.span)
     return sorted(axes)
-
-
-def _flag(node, default: bool) -> bool:
-    if node is None:
-        return default
-    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-        return node.value
-    raise error("expected True or False", node.span)
 
 
 def _tensor(value, span) -> Value:
@@ -170,8 +154,8 @@ def _along_axis_indices(b, tensor: Value, axis: int, span) -> Value:
 def reduction(b, name: str, node: ast.Call):
     args = node.args
     if name in REDUCTIONS or name in ("argmax", "argmin"):
-        kwargs = _kwargs(node, {"axis", "keepdims", "acc"} if name not in ("argmax", "argmin")
-                              else {"axis", "keepdims"})
+        kwargs = keywords(node, ("acc", "axis", "keepdims") if name not in ("argmax", "argmin")
+                          else ("axis", "keepdims"), None)
         if len(args) != 1:
             raise error(f"I.{name} takes one tensor (and keyword arguments)", node.span)
         x = _tensor(b.expr(args[0]), args[0].span)
@@ -186,7 +170,7 @@ def reduction(b, name: str, node: ast.Call):
             raise error(f"I.{name} is not defined on bool", args[0].span, hint="use I.any / I.all, or I.cast")
         single = name in ("argmax", "argmin")
         axes = _axes(kwargs.get("axis"), x.type.rank, node.span, single=single)
-        keepdims = _flag(kwargs.get("keepdims"), False)
+        keepdims = flag(kwargs.get("keepdims"), False)
         if single:
             ids = _along_axis_indices(b, x, axes[0], node.span)
             identity = [b.const(identity_of("max" if name == "argmax" else "min", dtype), dtype, node.span),
@@ -199,26 +183,20 @@ def reduction(b, name: str, node: ast.Call):
         identity = [b.const(identity_of(combine, dtype), dtype, node.span)]
         return _reduce(b, [x], identity, combine, axes, keepdims, node.span)[0]
     # I.reduce(x or (x, y), combine=fn, identity=..., axis=..., keepdims=...)
-    kwargs = _kwargs(node, {"combine", "identity", "axis", "keepdims", "ordered"})
+    kwargs = keywords(node, ("axis", "combine", "identity", "keepdims", "ordered"), None)
     if len(args) != 1 or "combine" not in kwargs or "identity" not in kwargs:
         raise error("I.reduce(x, combine=helper, identity=value, axis=..., keepdims=...)", node.span, rule="T1")
     inputs, identity, combine = _custom(b, args[0], kwargs, node.span)
     x0 = inputs[0]
     axes = _axes(kwargs.get("axis"), x0.type.rank, node.span)
-    results = _reduce(b, inputs, identity, combine, axes, _flag(kwargs.get("keepdims"), False), node.span,
-                           ordered=_flag(kwargs.get("ordered"), False))
+    results = _reduce(b, inputs, identity, combine, axes, flag(kwargs.get("keepdims"), False), node.span,
+                           ordered=flag(kwargs.get("ordered"), False))
     return results[0] if len(results) == 1 else TupleValue(tuple(results))
-
-
-def convert(b, x: Value, dtype: DType, span) -> Value:
-    op = b.emit("cast", [x], [TensorType(dtype, x.type.shape)], span=span)
-    b.shapes[id(op.result)] = b.shape_of(x)
-    return op.result
 
 
 def _custom(b, inputs_node, kwargs, span):
     value = b.expr(inputs_node)
-    items = list(value.items) if isinstance(value, TupleValue) else [value]
+    items = items_of(value)
     inputs = [_tensor(v, inputs_node.span) for v in items]
     shapes = [b.shape_of(v) for v in inputs]
     result = broadcast_extents(b, shapes, [inputs_node.span] * len(inputs))
@@ -227,7 +205,7 @@ def _custom(b, inputs_node, kwargs, span):
     if not isinstance(combine, FunctionRef) or b.signatures[combine.name].kind != "fn":
         raise error("combine must name an @intent.fn helper", kwargs["combine"].span, rule="T1")
     ident = b.expr(kwargs["identity"])
-    ident_items = list(ident.items) if isinstance(ident, TupleValue) else [ident]
+    ident_items = items_of(ident)
     if len(ident_items) != len(inputs):
         raise error(f"the identity has {len(ident_items)} item(s) but there are {len(inputs)} input(s)",
                     kwargs["identity"].span, rule="T1")
@@ -246,7 +224,7 @@ def _reduce(b, inputs: list[Value], identity: list[Value], combine, axes, keepdi
     kept = [e for k, e in enumerate(shape) if k not in axes]
     out_shape = [1 if k in axes else e for k, e in enumerate(shape)] if keepdims else kept
     if out_shape or keepdims:
-        static = tuple(e if isinstance(e, int) else None for e in out_shape)
+        static = static_shape(out_shape)
         result_types = [TensorType(t, static) for t in types]
     else:
         result_types = list(types)
@@ -264,7 +242,7 @@ def _reduce(b, inputs: list[Value], identity: list[Value], combine, axes, keepdi
 def scan(b, name: str, node: ast.Call):
     args = node.args
     if name in SCANS:
-        kwargs = _kwargs(node, {"axis", "exclusive", "reverse", "acc"})
+        kwargs = keywords(node, ("acc", "axis", "exclusive", "reverse"), None)
         if len(args) != 1:
             raise error(f"I.{name} takes one tensor", node.span)
         x = _tensor(b.expr(args[0]), args[0].span)
@@ -276,7 +254,7 @@ def scan(b, name: str, node: ast.Call):
         inputs = [x]
         identity = [b.const(identity_of(combine, x.type.dtype), x.type.dtype, node.span)]
     else:
-        kwargs = _kwargs(node, {"combine", "identity", "axis", "exclusive", "reverse", "init"})
+        kwargs = keywords(node, ("axis", "combine", "exclusive", "identity", "init", "reverse"), None)
         if len(args) != 1 or "combine" not in kwargs or "identity" not in kwargs:
             raise error("I.scan(x, combine=helper, identity=value, axis=-1, exclusive=False, reverse=False)",
                         node.span, rule="T2")
@@ -285,12 +263,12 @@ def scan(b, name: str, node: ast.Call):
     rank = inputs[0].type.rank
     axis = _axes(axis_node, rank, node.span, single=True)[0] if axis_node is not None else rank - 1
     region = combine_region(b, combine, [v.type.dtype for v in inputs], node.span)
-    attrs = {"axis": axis, "exclusive": _flag(kwargs.get("exclusive"), False),
-             "reverse": _flag(kwargs.get("reverse"), False), "arity": len(inputs)}
+    attrs = {"axis": axis, "exclusive": flag(kwargs.get("exclusive"), False),
+             "reverse": flag(kwargs.get("reverse"), False), "arity": len(inputs)}
     init = []
     if "init" in kwargs:  # the running value starts from init instead of the identity
         value = b.expr(kwargs["init"])
-        items = list(value.items) if isinstance(value, TupleValue) else [value]
+        items = items_of(value)
         if len(items) != len(inputs):
             raise error(f"init has {len(items)} item(s) but the scan has {len(inputs)} input(s)",
                         kwargs["init"].span, rule="T2")

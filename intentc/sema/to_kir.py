@@ -28,7 +28,7 @@ from intentc.sema.regions import check_region_helpers
 from intentc.sema.shapes import Extent, broadcast_to, same_extent
 from intentc.sema.signatures import Signature, check_imports, signature
 from intentc.sema.statements import statements
-from intentc.sema.values import FunctionRef, Literal, NamespaceRef, TupleValue
+from intentc.sema.values import FunctionRef, Literal, NamespaceRef, TupleValue, items_of
 
 
 def build_module(tree: ast.Module, name: str) -> Module:
@@ -165,7 +165,7 @@ class FunctionBuilder(ExpressionBuilder):
             raise error(f"'{sig.name}' returns a value but declares no result type", ret.span,
                         hint="add `-> type` to the signature")
         value = self.expr(ret.value)
-        items = list(value.items) if isinstance(value, TupleValue) else [value]
+        items = items_of(value)
         if len(items) != len(sig.results):
             raise error(f"'{sig.name}' returns {len(items)} values but declares {len(sig.results)}", ret.span)
         out = []

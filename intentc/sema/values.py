@@ -87,3 +87,8 @@ def int_range(dtype: DType) -> tuple[int, int]:
     if dtype.is_signed:
         return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
     return 0, (1 << dtype.bits) - 1
+
+
+def items_of(value) -> list:
+    """The items of a tuple value, or the value alone as one item."""
+    return list(value.items) if isinstance(value, TupleValue) else [value]
