@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from intentc.diagnostics import error
 from intentc.kir.core import Block, Function, Module, Op, Value
+from intentc.kir.ops import effects
 from intentc.kir.types import INDEX, TensorType
 from intentc.parse import ast
 from intentc.sema.values import FunctionRef, TupleValue, items_of
@@ -189,7 +190,7 @@ def _check_helper(functions, helper: Function, role: str, opname: str, positiona
     seen.add(helper.name)
     tainted: set[int] = set()
     for op in helper.walk():
-        if op.name in ("store", "buffer") or any(e.kind in ("write", "atomic", "rng") for e in _effects(op)):
+        if op.name in ("store", "buffer") or any(e.kind in ("write", "atomic", "rng") for e in effects(op)):
             raise error(f"helper '{helper.name}' (the {role} of {opname}) has an effect: '{op.name}'", op.span,
                         rule="R4", hint="region helpers are pure: compute and return values only")
         if op.name == "call":
@@ -209,8 +210,3 @@ def _check_helper(functions, helper: Function, role: str, opname: str, positiona
             raise error(f"helper '{helper.name}' (the {role} of {opname}) computes with a slice's extent",
                         op.span, rule="R5", hint="the segment length is chosen by the compiler and unobservable")
 
-
-def _effects(op: Op):
-    from intentc.kir.ops import effects
-
-    return effects(op)
