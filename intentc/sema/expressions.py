@@ -37,6 +37,7 @@ class ExpressionBuilder(BuilderState):
     """Evaluation and typing of expressions, on top of the builder's state."""
 
     def condition(self, expr) -> Value:
+        """``expr`` as a scalar bool value (O1); a bool literal becomes a constant."""
         value = self.expr(expr)
         if isinstance(value, Literal) and isinstance(value.value, bool):
             return self.const(value.value, BOOL, expr.span)
@@ -47,6 +48,7 @@ class ExpressionBuilder(BuilderState):
         return value
 
     def expr(self, node):
+        """Evaluate an expression node (dispatch on its class: ``expr_<Class>``)."""
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
             raise error("this expression is not supported here", node.span)

@@ -11,6 +11,10 @@ choosing. The helpers become regions of the op (R7): ``summarize(slices..., capt
 ``emit(slices..., State, captures...) -> outputs``. Their types must agree (R3, R7); they
 must be pure (R4); they may use a slice only as a whole tensor — no element access, no
 extent, no axis of a slice — so nothing can observe a segment's position or size (R5).
+
+``region_op`` builds either op with the function builder ``b`` (``BUILTINS``: this
+module's handlers for builtins.py); ``check_region_helpers`` checks R4/R5 on the built
+module, helpers included.
 """
 from __future__ import annotations
 
@@ -39,10 +43,7 @@ def _helper(b, node, role: str, rule: str):
 
 
 def _values(b, node) -> list:
-    if node is None:
-        return []
-    value = b.expr(node)
-    return items_of(value)
+    return [] if node is None else items_of(b.expr(node))
 
 
 def _call_region(b, ref: FunctionRef, args: list[Value], extra: list, span, role: str, rule: str,

@@ -5,6 +5,10 @@
 build one ``reduce`` op; ``I.cumsum / I.cumprod`` and ``I.scan(...)`` build one ``scan``
 op. The combine is a typed pure region (for a helper: a ``call`` in the region, inlined
 later), the identity is explicit, the axes are kept — exactly what T1/T2 keep.
+
+Every function takes the function builder ``b``; ``BUILTINS`` holds this module's
+handlers for the builtin table (builtins.py); memory.py reuses ``combine_region`` and
+``identity_of`` for ``I.scatter_reduce``.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ _INDEX_MAX = (1 << 63) - 1
 
 
 def identity_of(combine: str, dtype: DType):
+    """The value a builtin combine leaves unchanged, in ``dtype`` (the lowest / highest for max / min)."""
     if combine == "add":
         return False if dtype.is_bool else 0
     if combine == "mul":
