@@ -3,7 +3,8 @@
 P1: ``I.parallel`` is iterated by a ``for`` over one or more domains, binding one name
 or one per domain. P2: no loop-carried values, so assigning inside the loop a name
 defined outside it is a diagnostic; a new local name is fine. P4: ``break`` (and
-``return``) is illegal inside; ``continue`` skips the current point.
+``return``) is illegal inside; ``continue`` skips the current point. P3: two points that
+provably write one element are a diagnostic (memory_checks.py), reported at the later write.
 """
 from __future__ import annotations
 
@@ -61,3 +62,10 @@ def test_continue_skips_one_point_p4():
     text = kir(HEAD + "    for i in I.parallel(x.axis(0)):\n        if x[i] > 0.0:\n            continue\n"
                "        out[i] = x[i]\n")
     assert "parallel(" in text and "if(" in text
+
+
+def test_two_writes_of_one_element_by_two_points_are_reported_at_the_later_write_p3():
+    d = diagnostic("@intent.kernel\ndef k(x: f32[N], out: mut f32[M]):\n    for i in I.parallel(x.axis(0)):\n"
+                   "        out[i] = x[i]\n        out[i + 1] = x[i]\n")
+    assert d.rule == "P3" and d.span.line == 7
+    assert d.message == "data race on 'out': point (i - 1) writes the element that point (i) writes at line 6"
