@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from intentc.diagnostics import error
 from intentc.kir.types import DTYPES, DType, TensorType
 from intentc.parse import ast
+from intentc.sema.shapes import static_shape
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,7 @@ def annotation(expr: ast.Expr, result: bool = False) -> Annotated:
                 raise error("an extent is a name or a non-negative integer literal", item.span, rule="S1",
                             hint="write e.g. f32[N, 4]" + ("; a result extent may also be an expression such as 2 * N"
                                                            if result else ""))
-        shape = tuple(e if isinstance(e, int) else None for e in extents)
-        return Annotated(TensorType(dtype, shape), tuple(extents))
+        return Annotated(TensorType(dtype, static_shape(extents)), tuple(extents))
     return Annotated(dtype_of(expr))
 
 

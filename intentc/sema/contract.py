@@ -21,44 +21,19 @@ from intentc.kir.contract_spec import SpecError, acc_allowed, default_acc, parse
 from intentc.kir.types import BOOL, DTYPES, INDEX, DType, TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
-from intentc.sema.shapes import broadcast_extents, broadcast_to
+from intentc.sema.arguments import keywords, tensor_arg
+from intentc.sema.shapes import broadcast_extents, broadcast_to, static_shape
 from intentc.sema.values import Literal, TupleValue, literal_as
 
-BUILTINS = ("contract", "histogram")
 # Bin numbers are 32-bit in the compiled code, and a float bin count is exact in f32.
 MAX_BINS = {True: 1 << 24, False: (1 << 31) - 1}  # by the range form
 F32 = DTYPES["f32"]
 _NP = {32: np.float32, 64: np.float64}
 
 
-def structured_builtin(builder, name: str, node: ast.Call):
-    """``I.contract(...)`` or ``I.histogram(...)`` for the function builder of to_kir."""
-    if name == "contract":
-        return _contract(builder, node)
-    return _histogram(builder, node)
-
-
-def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str) -> dict:
-    kwargs = {}
-    for kw in node.keywords:
-        if kw.name not in allowed:
-            raise error(f"I.{what} has no argument '{kw.name}'", kw.span,
-                        hint="accepted: " + ", ".join(allowed))
-        kwargs[kw.name] = kw.value
-    return kwargs
-
-
-def _tensor(builder, node, what: str, rule: str):
-    value = builder.expr(node)
-    if not hasattr(value, "type") or not isinstance(value.type, TensorType):
-        raise error(f"{what} must be a tensor", node.span, rule=rule)
-    return value
-
-
-# ---- contract (T3) ------------------------------------------------------------------------------
-def _contract(builder, node: ast.Call):
+def _contract(builder, name: str, node: ast.Call):
     usage = "I.contract(\"ij,jk->ik\", a, b, acc=dtype)"
-    kwargs = _keywords(node, ("acc",), "contract")
+    kwargs = keywords(node, ("acc",), "contract")
     if len(node.args) != 3:
         raise error(f"I.contract takes a specification and two tensors, got {len(node.args)} arguments",
                     node.span, rule="T3", hint=usage)
@@ -70,8 +45,8 @@ def _contract(builder, node: ast.Call):
         spec = parse_spec(spec_node.value)
     except SpecError as exc:
         raise error(exc.message, spec_node.span, rule="T3", hint=exc.hint) from None
-    a = _tensor(builder, node.args[1], "the first operand of I.contract", "T3")
-    b = _tensor(builder, node.args[2], "the second operand of I.contract", "T3")
+    a = tensor_arg(builder, node.args[1], "the first operand of I.contract", "T3")
+    b = tensor_arg(builder, node.args[2], "the second operand of I.contract", "T3")
     for letters, value, arg, which in ((spec.a, a, node.args[1], "first"), (spec.b, b, node.args[2], "second")):
         if len(letters) != value.type.rank:
             raise error(f"the {which} operand has rank {value.type.rank} but \"{spec_node.value}\" names "
@@ -115,7 +90,7 @@ def _contract(builder, node: ast.Call):
             "what": f"I.contract(\"{spec}\"): axis '{letter}' has extent %lld in the first operand but %lld in "
                     f"the second; paired axes must be equal (T3)", "rule": "T3"})
     out_shape = [extent[c] for c in spec.out]
-    static = tuple(e if isinstance(e, int) else None for e in out_shape)
+    static = static_shape(out_shape)
     result_type = TensorType(acc, static) if spec.out else acc
     op = builder.emit("contract", [a, b], [result_type], {"spec": str(spec), "acc": acc.name}, span=node.span)
     if spec.out:
@@ -124,12 +99,12 @@ def _contract(builder, node: ast.Call):
 
 
 # ---- histogram (T6) -------------------------------------------------------------------------------
-def _histogram(builder, node: ast.Call):
+def _histogram(builder, name: str, node: ast.Call):
     usage = "I.histogram(values, bins=n, range=(lo, hi), weights=w) or I.histogram(indices, bins=n)"
-    kwargs = _keywords(node, ("bins", "range", "weights"), "histogram")
+    kwargs = keywords(node, ("bins", "range", "weights"), "histogram")
     if len(node.args) != 1 or "bins" not in kwargs:
         raise error("I.histogram takes one tensor of values and bins=n", node.span, rule="T6", hint=usage)
-    values = _tensor(builder, node.args[0], "the values of I.histogram", "T6")
+    values = tensor_arg(builder, node.args[0], "the values of I.histogram", "T6")
     dtype = values.type.dtype
     ranged = "range" in kwargs
     if dtype.is_bool:
@@ -168,7 +143,7 @@ def _histogram(builder, node: ast.Call):
         operands += _range(builder, kwargs["range"], dtype)
     weighted = "weights" in kwargs
     if weighted:
-        weights = _tensor(builder, kwargs["weights"], "weights=", "T6")
+        weights = tensor_arg(builder, kwargs["weights"], "weights=", "T6")
         if weights.type.dtype.is_bool:
             raise error("weights must be numbers, not bool", kwargs["weights"].span, rule="T6",
                         hint="I.cast the weights to a number dtype")
@@ -237,3 +212,5 @@ def _range(builder, node, dtype: DType):
         "what": "I.histogram needs a finite range with lo < hi (T6)", "rule": "T6", "code": "domain"})
     return converted
 
+
+BUILTINS = {"contract": _contract, "histogram": _histogram}

@@ -34,8 +34,12 @@ from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
-from intentc.sema.shapes import broadcast_extents, broadcast_to
-from intentc.sema.values import DTypeRef, FunctionRef, Literal, TupleValue, literal_as
+from intentc.sema.arguments import flag, is_tensor, keywords, tensor_arg
+from intentc.sema.pointwise import convert
+from intentc.sema.relations import element_indices
+from intentc.sema.shapes import broadcast_extents, broadcast_to, static_shape
+from intentc.sema.structured import combine_region, identity_of
+from intentc.sema.values import FunctionRef, Literal, TupleValue, literal_as
 
 U32 = DTYPES["u32"]
 U64 = DTYPES["u64"]
@@ -43,9 +47,8 @@ ORDERS = ("relaxed", "acquire", "release", "acq_rel")
 _RMW = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max",
         "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor", "atomic_exchange": "exchange"}
 _COMBINES = ("add", "mul", "min", "max", "and", "or", "xor")
+_TENSOR_HINT = "pass a tensor parameter, a logical buffer (I.buffer) or a tensor expression"
 
-MEMORY_BUILTINS = ("gather", "load", "store", "scatter", "scatter_reduce", "buffer", "philox", "uniform",
-                   "ragged", "members", "atomic_cas", "atomic_load", "atomic_store") + tuple(_RMW)
 
 
 @dataclass(frozen=True)
@@ -58,65 +61,12 @@ class RaggedRef:
     mapping: Value | None
 
 
-def memory_builtin(b, name: str, node: ast.Call):
-    """The builtins of this module, for ``FunctionBuilder.builtin`` in to_kir."""
-    if name in ("gather", "load"):
-        return _read_builtin(b, name, node)
-    if name == "store":
-        return _store_builtin(b, node)
-    if name == "scatter":
-        return _scatter_builtin(b, node)
-    if name == "scatter_reduce":
-        return _scatter_reduce_builtin(b, node)
-    if name == "buffer":
-        return _buffer(b, node)
-    if name == "philox":
-        return _philox(b, node)
-    if name == "uniform":
-        return _uniform(b, node)
-    if name == "ragged":
-        return _ragged(b, node)
-    if name == "members":
-        return _members(b, node)
-    return _atomic(b, name, node)
-
-
 # ---- small helpers ---------------------------------------------------------------------------------
-def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str) -> dict:
-    kwargs = {}
-    for kw in node.keywords:
-        if kw.name not in allowed:
-            raise error(f"I.{what} has no argument '{kw.name}'", kw.span,
-                        hint="accepted: " + (", ".join(allowed) if allowed else "no keyword arguments"))
-        kwargs[kw.name] = kw.value
-    return kwargs
-
-
-def _is_tensor(value) -> bool:
-    return isinstance(value, Value) and isinstance(value.type, TensorType)
-
-
-def _tensor(b, node, what: str, rule: str = "M1") -> Value:
-    value = b.expr(node)
-    if not _is_tensor(value):
-        raise error(f"{what} must be a tensor", node.span, rule=rule,
-                    hint="pass a tensor parameter, a logical buffer (I.buffer) or a tensor expression")
-    return value
-
-
 def _string(node, what: str, choices) -> str:
     if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or node.value not in choices:
         raise error(f"{what} must be one of " + ", ".join(f'"{c}"' for c in choices), node.span,
                     hint=f'e.g. {what.split()[-1]}="{choices[0]}"')
     return node.value
-
-
-def _flag(node, default: bool) -> bool:
-    if node is None:
-        return default
-    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
-        return node.value
-    raise error("expected True or False", node.span, hint="write e.g. unique=True")
 
 
 def _writable(b, tensor: Value, span, what: str, rule: str = "M2") -> None:
@@ -133,16 +83,12 @@ def _writable(b, tensor: Value, span, what: str, rule: str = "M2") -> None:
 
 def _index(b, value, span):
     """An index operand: a scalar index (integers convert) or an index tensor."""
-    if _is_tensor(value):
+    if is_tensor(value):
         dtype = value.type.dtype
         if not dtype.is_int:
             raise error(f"an index tensor must hold integers, got {dtype}", span, rule="M1",
                         hint="cast it with I.cast(..., i64)")
-        if dtype == INDEX:
-            return value
-        op = b.emit("cast", [value], [TensorType(INDEX, value.type.shape)], span=span)
-        b.shapes[id(op.result)] = b.shape_of(value)
-        return op.result
+        return value if dtype == INDEX else convert(b, value, INDEX, span)
     return b.as_index(value, span)
 
 
@@ -162,7 +108,7 @@ def _mask(b, node):
 
 def _relation(b, values: list, spans: list, span) -> tuple[list, list | None]:
     """Broadcast the tensors among ``values`` to one shape (S2); scalars stay scalars."""
-    tensors = [(k, v) for k, v in enumerate(values) if _is_tensor(v)]
+    tensors = [(k, v) for k, v in enumerate(values) if is_tensor(v)]
     if not tensors:
         return list(values), None
     shapes = [b.shape_of(v) for _, v in tensors]
@@ -173,22 +119,12 @@ def _relation(b, values: list, spans: list, span) -> tuple[list, list | None]:
     return out, result
 
 
-def _static(shape) -> tuple:
-    return tuple(e if isinstance(e, int) else None for e in shape)
-
-
 def _space(b, tensor: Value) -> str:
     if id(tensor) in b.params:
         return "external"
-    if id(tensor) in _buffers(b):
+    if id(tensor) in b.buffers:
         return "buffer"
     return "value"  # refined from the relation's root by memory_checks.annotate_spaces
-
-
-def _buffers(b) -> set:
-    if not hasattr(b, "_memory_buffers"):
-        b._memory_buffers = set()
-    return b._memory_buffers
 
 
 def _split_indices(b, tensor: Value, arg_nodes: list, what: str, span) -> list:
@@ -207,10 +143,10 @@ def _split_indices(b, tensor: Value, arg_nodes: list, what: str, span) -> list:
 def subscript_read(b, base: Value, node: ast.Subscript):
     """``x[i, j]``: an element load, or a gather when an index is a tensor (M1)."""
     if len(node.indices) != base.type.rank:
-        return b.indices(node, base)  # the rank diagnostic
+        return element_indices(b, node, base)  # the rank diagnostic
     values = [b.expr(item) for item in node.indices]
     spans = [item.span for item in node.indices]
-    if not any(_is_tensor(v) for v in values):
+    if not any(is_tensor(v) for v in values):
         indices = [b.as_index(v, s) for v, s in zip(values, spans)]
         return b.emit("load", [base] + indices, [base.type.dtype], span=node.span).result
     return gather(b, base, values, spans, None, None, node.span)
@@ -227,7 +163,7 @@ def gather(b, src: Value, index_values: list, spans: list, mask, fill, span):
         operands += [values[-1], fill]
     if shape is None and mask is None:
         return b.emit("load", [src] + indices, [src.type.dtype], span=span).result
-    result_type = TensorType(src.type.dtype, _static(shape)) if shape is not None else src.type.dtype
+    result_type = TensorType(src.type.dtype, static_shape(shape)) if shape is not None else src.type.dtype
     op = b.emit("gather", operands, [result_type], attrs, span=span)
     if shape is not None:
         b.shapes[id(op.result)] = list(shape)
@@ -235,11 +171,11 @@ def gather(b, src: Value, index_values: list, spans: list, mask, fill, span):
 
 
 def _read_builtin(b, name: str, node: ast.Call):
-    kwargs = _keywords(node, ("mask", "fill"), name)
+    kwargs = keywords(node, ("mask", "fill"), name)
     if len(node.args) < 1:
         raise error(f"I.{name}(x, i..., mask=valid, fill=value) takes a tensor and its indices", node.span,
                     rule="M1", hint=f"e.g. I.{name}(x, idx, mask=idx < n, fill=0.0)")
-    src = _tensor(b, node.args[0], f"the first argument of I.{name}")
+    src = tensor_arg(b, node.args[0], f"the first argument of I.{name}", "M1", _TENSOR_HINT)
     nodes = _split_indices(b, src, list(node.args[1:]), f"I.{name}", node.span)
     if ("mask" in kwargs) != ("fill" in kwargs):
         missing = "fill" if "mask" in kwargs else "mask"
@@ -258,10 +194,10 @@ def _read_builtin(b, name: str, node: ast.Call):
 def subscript_write(b, target: ast.Subscript, tensor: Value, value, span) -> None:
     """``out[i, j] = v``: an element store, or a scatter when an index is a tensor (M4)."""
     if len(target.indices) != tensor.type.rank:
-        b.indices(target, tensor)  # the rank diagnostic
+        element_indices(b, target, tensor)  # the rank diagnostic
     values = [b.expr(item) for item in target.indices]
     spans = [item.span for item in target.indices]
-    if not any(_is_tensor(v) for v in values):  # one element: a tensor value is a type error
+    if not any(is_tensor(v) for v in values):  # one element: a tensor value is a type error
         indices = [b.as_index(v, s) for v, s in zip(values, spans)]
         name = b.params.get(id(tensor), "the buffer")
         element = b.scalar_of(value, tensor.type.dtype, span, f"an element of '{name}'")
@@ -274,9 +210,9 @@ def scatter(b, dst: Value, index_values: list, spans: list, vals, span, mask, un
             reduce: tuple | None = None) -> None:
     indices = [_index(b, v, s) for v, s in zip(index_values, spans)]
     dtype = dst.type.dtype
-    if isinstance(vals, Literal) or (isinstance(vals, Value) and not _is_tensor(vals)):
+    if isinstance(vals, Literal) or (isinstance(vals, Value) and not is_tensor(vals)):
         vals = b.scalar_of(vals, dtype, span, "a written value")
-    elif not _is_tensor(vals):
+    elif not is_tensor(vals):
         raise error("the written values must be a scalar or a tensor", span, rule="M1")
     elif vals.type.dtype != dtype:
         raise error(f"dtype mismatch: the destination holds {dtype} but the values are {vals.type.dtype}", span,
@@ -284,7 +220,7 @@ def scatter(b, dst: Value, index_values: list, spans: list, vals, span, mask, un
     values = indices + [vals] + ([mask] if mask is not None else [])
     values, shape = _relation(b, values, spans + [span] * (len(values) - len(indices)), span)
     indices, vals = values[:len(indices)], values[len(indices)]
-    if shape is not None and not _is_tensor(vals):
+    if shape is not None and not is_tensor(vals):
         vals = broadcast_to(b, vals, [], shape, span)
     operands = [dst] + indices + [vals]
     attrs = {"space": _space(b, dst), "masked": mask is not None}
@@ -304,12 +240,12 @@ def scatter(b, dst: Value, index_values: list, spans: list, vals, span, mask, un
     b.emit("scatter_reduce" if reduce is not None else "scatter", operands, [], attrs, regions, span=span)
 
 
-def _store_builtin(b, node: ast.Call):
-    kwargs = _keywords(node, ("mask",), "store")
+def _store_builtin(b, name: str, node: ast.Call):
+    kwargs = keywords(node, ("mask",), "store")
     if len(node.args) < 2:
         raise error("I.store(dst, i..., value, mask=valid) takes a tensor, its indices and a value", node.span,
                     rule="M1")
-    dst = _tensor(b, node.args[0], "the destination of I.store")
+    dst = tensor_arg(b, node.args[0], "the destination of I.store", "M1", _TENSOR_HINT)
     _writable(b, dst, node.args[0].span, "writes memory")
     nodes = _split_indices(b, dst, list(node.args[1:-1]), "I.store", node.span)
     mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
@@ -323,7 +259,7 @@ def _scatter_args(b, node: ast.Call, what: str):
         raise error(f"I.{what}(dst, idx, vals, ...) takes a destination, indices and values", node.span,
                     rule="M4" if what == "scatter" else "M5",
                     hint="for several destination axes pass a tuple of indices: (rows, cols)")
-    dst = _tensor(b, node.args[0], f"the destination of I.{what}")
+    dst = tensor_arg(b, node.args[0], f"the destination of I.{what}", "M1", _TENSOR_HINT)
     _writable(b, dst, node.args[0].span, "writes memory")
     idx_node = node.args[1]
     nodes = list(idx_node.elts) if isinstance(idx_node, ast.TupleExpr) else [idx_node]
@@ -331,20 +267,18 @@ def _scatter_args(b, node: ast.Call, what: str):
     return dst, nodes
 
 
-def _scatter_builtin(b, node: ast.Call):
-    kwargs = _keywords(node, ("mask", "unique"), "scatter")
+def _scatter_builtin(b, name: str, node: ast.Call):
+    kwargs = keywords(node, ("mask", "unique"), "scatter")
     dst, nodes = _scatter_args(b, node, "scatter")
     mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
     values = [b.expr(n) for n in nodes]
     scatter(b, dst, values, [n.span for n in nodes], b.expr(node.args[2]), node.span, mask,
-            unique=_flag(kwargs.get("unique"), False))
+            unique=flag(kwargs.get("unique"), False, hint="write e.g. unique=True"))
     return TupleValue(())
 
 
-def _scatter_reduce_builtin(b, node: ast.Call):
-    from intentc.sema.structured import identity_of
-
-    kwargs = _keywords(node, ("combine", "mask", "identity"), "scatter_reduce")
+def _scatter_reduce_builtin(b, name: str, node: ast.Call):
+    kwargs = keywords(node, ("combine", "mask", "identity"), "scatter_reduce")
     dst, nodes = _scatter_args(b, node, "scatter_reduce")
     dtype = dst.type.dtype
     combine_node = kwargs.get("combine")
@@ -353,7 +287,7 @@ def _scatter_reduce_builtin(b, node: ast.Call):
         if dtype.is_bool or (dtype.is_float and combine in ("and", "or", "xor")):
             raise error(f'combine="{combine}" is not defined on {dtype}', combine_node.span if combine_node else
                         node.span, rule="M5", hint="use an integer destination, or another combine")
-        identity = b.const(_identity(combine, dtype, identity_of), dtype, node.span)
+        identity = b.const(_identity(combine, dtype), dtype, node.span)
         if "identity" in kwargs:
             raise error(f'combine="{combine}" has its own identity', kwargs["identity"].span, rule="M5",
                         hint="identity= is only for helper combines")
@@ -369,7 +303,7 @@ def _scatter_reduce_builtin(b, node: ast.Call):
                         "unchanged)", node.span, rule="M5", hint="e.g. identity=0.0")
         identity = b.scalar_of(b.expr(kwargs["identity"]), dtype, kwargs["identity"].span, "the identity")
         name, region_combine = "helper", helper
-    region = b._combine_region(region_combine, [dtype], node.span)
+    region = combine_region(b, region_combine, [dtype], node.span)
     mask = _mask(b, kwargs["mask"]) if "mask" in kwargs else None
     values = [b.expr(n) for n in nodes]
     scatter(b, dst, values, [n.span for n in nodes], b.expr(node.args[2]), node.span, mask, unique=False,
@@ -377,7 +311,7 @@ def _scatter_reduce_builtin(b, node: ast.Call):
     return TupleValue(())
 
 
-def _identity(combine: str, dtype: DType, identity_of):
+def _identity(combine: str, dtype: DType):
     """The value ``combine`` leaves unchanged: xor and or 0, and all ones, else as reductions."""
     if combine in ("xor", "or"):
         return False if dtype.is_bool else 0
@@ -388,14 +322,14 @@ def _identity(combine: str, dtype: DType, identity_of):
 
 # ---- atomics (M6, A1, A2) -------------------------------------------------------------------------------
 def _atomic(b, name: str, node: ast.Call):
-    kwargs = _keywords(node, ("order",), name)
+    kwargs = keywords(node, ("order",), name)
     values = {"atomic_cas": 2, "atomic_load": 0, "atomic_store": 1}.get(name, 1)
     if len(node.args) < 1 + values:
         shape = {"atomic_cas": "t, i..., expected, desired", "atomic_load": "t, i...",
                  "atomic_store": "t, i..., value"}.get(name, "t, i..., value")
         raise error(f"I.{name}({shape}, order=\"relaxed\") takes a tensor, one index per axis and "
                     f"{values} value{'s' if values != 1 else ''}", node.span, rule="M6")
-    t = _tensor(b, node.args[0], f"the atomic object of I.{name}", "M6")
+    t = tensor_arg(b, node.args[0], f"the atomic object of I.{name}", "M6", _TENSOR_HINT)
     _writable(b, t, node.args[0].span, "uses an atomic", "M6")
     if t.type.dtype.is_bool or t.type.dtype.kind == "bfloat":
         raise error(f"atomics on {t.type.dtype} are not supported", node.args[0].span, rule="M6",
@@ -416,7 +350,7 @@ def _atomic(b, name: str, node: ast.Call):
     indices = []
     for n in index_nodes:
         value = b.expr(n)
-        if _is_tensor(value):
+        if is_tensor(value):
             raise error("atomics act on one element: indices are scalars", n.span, rule="M6",
                         hint="call the atomic inside I.parallel, once per point")
         indices.append(b.as_index(value, n.span))
@@ -435,8 +369,8 @@ def _atomic(b, name: str, node: ast.Call):
 
 
 # ---- logical buffers -----------------------------------------------------------------------------------------
-def _buffer(b, node: ast.Call):
-    kwargs = _keywords(node, ("fill",), "buffer")
+def _buffer(b, name: str, node: ast.Call):
+    kwargs = keywords(node, ("fill",), "buffer")
     if len(node.args) != 2 or "fill" not in kwargs:
         raise error("I.buffer(dtype, [extents], fill=value) takes a dtype, a list of extents and a fill",
                     node.span, rule="M2", hint="e.g. I.buffer(f32, [n], fill=0.0): every element starts as fill")
@@ -461,11 +395,11 @@ def _buffer(b, node: ast.Call):
         raise error("a buffer has at least one axis", node.args[1].span, rule="M2", hint="use I.buffer(f32, [1], ...)")
     fill = b.scalar_of(b.expr(kwargs["fill"]), dtype, kwargs["fill"].span, "the fill")
     operands = [b.index_value(e, node.span) for e in extents]
-    op = b.emit("buffer", operands, [TensorType(dtype, _static(extents))], {"dtype": str(dtype)}, span=node.span)
+    op = b.emit("buffer", operands, [TensorType(dtype, static_shape(extents))], {"dtype": str(dtype)}, span=node.span)
     buf = op.result
     b.shapes[id(buf)] = list(extents)
     b.mutable.add(id(buf))
-    _buffers(b).add(id(buf))
+    b.buffers.add(id(buf))
     _fill(b, buf, operands, fill, node.span)
     return buf
 
@@ -502,16 +436,16 @@ def _words(b, node, count: int, what: str) -> list:
 
 
 def philox_words(b, node: ast.Call, what: str) -> list:
-    _keywords(node, ("dtype",) if what == "uniform" else (), what)
+    keywords(node, ("dtype",) if what == "uniform" else (), what)
     if len(node.args) != 2:
         raise error(f"I.{what}(key, counter) takes a key (k0, k1) and a counter (c0, c1, c2, c3)", node.span,
                     rule="N1", hint="the words are u32; a counter names the random numbers, e.g. (I.cast(i, u32), "
                                     "0, 0, 0)")
     words = _words(b, node.args[0], 2, "key") + _words(b, node.args[1], 4, "counter")
     words, shape = _relation(b, words, [node.span] * 6, node.span)
-    words = [broadcast_to(b, w, [], shape, node.span) if shape is not None and not _is_tensor(w) else w
+    words = [broadcast_to(b, w, [], shape, node.span) if shape is not None and not is_tensor(w) else w
              for w in words]
-    rtype = TensorType(U32, _static(shape)) if shape is not None else U32
+    rtype = TensorType(U32, static_shape(shape)) if shape is not None else U32
     op = b.emit("philox", words, [rtype] * 4, span=node.span)
     if shape is not None:
         for r in op.results:
@@ -519,19 +453,11 @@ def philox_words(b, node: ast.Call, what: str) -> list:
     return list(op.results)
 
 
-def _philox(b, node: ast.Call):
+def _philox(b, name: str, node: ast.Call):
     return TupleValue(tuple(philox_words(b, node, "philox")))
 
 
-def _cast(b, value: Value, dtype: DType, span) -> Value:
-    rtype = TensorType(dtype, value.type.shape) if _is_tensor(value) else dtype
-    op = b.emit("cast", [value], [rtype], span=span)
-    if _is_tensor(value):
-        b.shapes[id(op.result)] = b.shape_of(value)
-    return op.result
-
-
-def _uniform(b, node: ast.Call):
+def _uniform(b, name: str, node: ast.Call):
     dtype = DTYPES["f32"]
     for kw in node.keywords:
         if kw.name == "dtype":
@@ -545,14 +471,14 @@ def _uniform(b, node: ast.Call):
         out = []
         for w in words:
             top = b.binary(">>", w, Literal(8, span), span, span, span)
-            out.append(b.binary("*", _cast(b, top, dtype, span), Literal(2.0 ** -24, span), span, span, span))
+            out.append(b.binary("*", convert(b, top, dtype, span), Literal(2.0 ** -24, span), span, span, span))
         return TupleValue(tuple(out))
     out = []
     for hi, lo in ((words[0], words[1]), (words[2], words[3])):  # 53 random bits per pair
-        h = b.binary("<<", _cast(b, hi, U64, span), Literal(21, span), span, span, span)
-        l = b.binary(">>", _cast(b, lo, U64, span), Literal(11, span), span, span, span)
+        h = b.binary("<<", convert(b, hi, U64, span), Literal(21, span), span, span, span)
+        l = b.binary(">>", convert(b, lo, U64, span), Literal(11, span), span, span, span)
         bits = b.binary("^", h, l, span, span, span)
-        out.append(b.binary("*", _cast(b, bits, dtype, span), Literal(2.0 ** -53, span), span, span, span))
+        out.append(b.binary("*", convert(b, bits, dtype, span), Literal(2.0 ** -53, span), span, span, span))
     return TupleValue(tuple(out))
 
 
@@ -565,21 +491,21 @@ def _domain(b, node, what: str) -> Value:
                 hint="e.g. I.domain(0, n) or x.axis(0)")
 
 
-def _ragged(b, node: ast.Call):
-    kwargs = _keywords(node, ("mapping",), "ragged")
+def _ragged(b, name: str, node: ast.Call):
+    kwargs = keywords(node, ("mapping",), "ragged")
     if len(node.args) != 3:
         raise error("I.ragged(outer, member_source, offsets, mapping=None) takes an outer domain, a member "
                     "domain and an offsets tensor", node.span, rule="G1",
                     hint="members of g are member_source[offsets[g]:offsets[g+1]]")
     outer = _domain(b, node.args[0], "the outer relation of I.ragged")
     source = _domain(b, node.args[1], "the member source of I.ragged")
-    offsets = _tensor(b, node.args[2], "the offsets of I.ragged", "G1")
+    offsets = tensor_arg(b, node.args[2], "the offsets of I.ragged", "G1", _TENSOR_HINT)
     if offsets.type.rank != 1 or not offsets.type.dtype.is_int:
         raise error(f"the offsets are a 1-D integer tensor, got {offsets.type}", node.args[2].span, rule="G1",
                     hint="offsets[g] and offsets[g + 1] bound the members of g; use i64 or i32")
     mapping = None
     if "mapping" in kwargs:
-        mapping = _tensor(b, kwargs["mapping"], "the mapping of I.ragged", "G2")
+        mapping = tensor_arg(b, kwargs["mapping"], "the mapping of I.ragged", "G2", _TENSOR_HINT)
         if mapping.type.rank != 1 or not mapping.type.dtype.is_int:
             raise error(f"the mapping is a 1-D integer tensor, got {mapping.type}", kwargs["mapping"].span,
                         rule="G2", hint="mapping[j] is the coordinate of member j, e.g. a CSR column index")
@@ -621,8 +547,8 @@ def _bounds(b, offsets: Value, g: Value, span) -> tuple[Value, Value]:
     return out[0], out[1]
 
 
-def _members(b, node: ast.Call):
-    _keywords(node, (), "members")
+def _members(b, name: str, node: ast.Call):
+    keywords(node, (), "members")
     if len(node.args) != 2:
         raise error("I.members(r, g) takes a ragged relation and an outer coordinate", node.span, rule="G2")
     ragged = b.expr(node.args[0])
@@ -640,4 +566,7 @@ def _members(b, node: ast.Call):
     return _index(b, mapped, node.span)
 
 
-__all__ = ["MEMORY_BUILTINS", "memory_builtin", "subscript_read", "subscript_write", "RaggedRef", "DTypeRef"]
+BUILTINS = {"gather": _read_builtin, "load": _read_builtin, "store": _store_builtin, "scatter": _scatter_builtin,
+            "scatter_reduce": _scatter_reduce_builtin, "buffer": _buffer, "philox": _philox, "uniform": _uniform,
+            "ragged": _ragged, "members": _members, "atomic_cas": _atomic, "atomic_load": _atomic,
+            "atomic_store": _atomic, **{name: _atomic for name in _RMW}}

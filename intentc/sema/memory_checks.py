@@ -518,12 +518,13 @@ class _Checker:
             by_root.setdefault(id(access.root), []).append(access)
         for group in by_root.values():
             writes = [a for a in group if a.kind in ("write", "atomic") and a.op.name != "atomic_load"]
+            position = {id(a): k for k, a in enumerate(group)}  # program order: a stable choice
             for w in writes:
                 for other in group:
                     if other is w or (other.kind == "atomic" and w.kind == "atomic"):
                         continue
-                    if other.kind != "read" and id(other.op) < id(w.op) and other in writes:
-                        continue  # each pair of writes once
+                    if other.kind != "read" and position[id(other)] > position[id(w)] and other in writes:
+                        continue  # each pair of writes once, reported at the later one
                     self._pair(w, other)
 
     def _pair(self, w: _Access, other: _Access) -> None:

@@ -28,84 +28,21 @@ before anything is written: invalid metadata fails the call (``INTENT_E_DOMAIN``
 column out of range ``INTENT_E_BOUNDS``). Only the stored entries are summed, in their
 order (k order for 2:4, storage order for CSR): the structural zeros contribute nothing.
 
-MX values are storage: they are read, written, moved (views, selects, gathers) and
-converted with ``I.cast`` to f32 (or f64) and from f32; any arithmetic on them is an
-error naming the cast to write.
+The rules for MX values themselves (storage only) are in mx.py.
 """
 from __future__ import annotations
 
 from intentc.diagnostics import error
 from intentc.kir.contract_spec import acc_allowed, default_acc
-from intentc.kir.types import BOOL, DTYPES, INDEX, DType, TensorType, element_dtype
+from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
+from intentc.sema.arguments import keywords, tensor_arg
+from intentc.sema.mx import MX_ELEMENTS
+from intentc.sema.shapes import static_shape
 
-BUILTINS = ("scaled_contract", "sparse_contract")
 F32 = DTYPES["f32"]
-MX_ELEMENTS = ("f8e4m3", "f8e5m2", "f6e2m3", "f6e3m2", "f4e2m1")
 SPARSE_FORMATS = ("2:4", "csr")
-
-# Ops that compute with their operands' values: not defined on MX codes.
-_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**",
-            "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>", "neg": "unary -", "not": "~",
-            "cmp": "a comparison", "min": "I.minimum", "max": "I.maximum", "abs": "I.abs", "exp": "I.exp",
-            "log": "I.log", "tanh": "I.tanh", "sqrt": "I.sqrt", "reduce": "a reduction", "scan": "a scan",
-            "contract": "I.contract", "histogram": "I.histogram", "region_fold": "I.region_fold",
-            "region_scan": "I.region_scan", "scatter_reduce": "I.scatter_reduce", "atomic_rmw": "an atomic",
-            "atomic_cas": "an atomic", "atomic_load": "an atomic", "atomic_store": "an atomic"}
-
-
-def check_mx(name: str, operands, result_types, span) -> None:
-    """Called for every op sema emits: MX values take part only in data movement and casts."""
-    if name == "cast":
-        src = element_dtype(operands[0].type)
-        dst = element_dtype(result_types[0])
-        if src.kind != "mx" and dst.kind != "mx":
-            return
-        if src.kind == "mx" and dst.name in ("f32", "f64") or dst.kind == "mx" and src.name == "f32":
-            return
-        if src.kind == "mx":
-            raise error(f"{src} values convert to f32 (or f64) only, not to {dst}", span,
-                        hint=f"I.cast(I.cast(x, f32), {dst})")
-        raise error(f"{dst} values are made from f32 only, not from {src}", span,
-                    hint=f"I.cast(I.cast(x, f32), {dst})")
-    if name not in _SYMBOLS:
-        return
-    for value in operands:
-        dtype = element_dtype(getattr(value, "type", None))
-        if dtype is not None and dtype.kind == "mx":
-            raise error(f"{_SYMBOLS[name]} is not defined on {dtype} values: MX types are storage", span,
-                        hint="convert first: I.cast(x, f32); I.scaled_contract multiplies MX blocks directly")
-
-
-def mx_literal(dtype: DType, span):
-    """A literal used as an MX value."""
-    return error(f"a literal cannot be used as {dtype}", span,
-                 hint=f"convert an f32: I.cast(1.0, {dtype})")
-
-
-def contraction_builtin(builder, name: str, node: ast.Call):
-    if name == "scaled_contract":
-        return _scaled_contract(builder, node)
-    return _sparse_contract(builder, node)
-
-
-def _keywords(node: ast.Call, allowed: tuple[str, ...], what: str, rule: str) -> dict:
-    kwargs = {}
-    for kw in node.keywords:
-        if kw.name not in allowed:
-            raise error(f"I.{what} has no argument '{kw.name}'", kw.span, rule=rule,
-                        hint="accepted: " + ", ".join(allowed))
-        kwargs[kw.name] = kw.value
-    return kwargs
-
-
-def _tensor(builder, node, what: str, rule: str, usage: str):
-    value = builder.expr(node)
-    if not hasattr(value, "type") or not isinstance(value.type, TensorType):
-        raise error(f"{what} must be a tensor", node.span, rule=rule, hint=usage)
-    return value
-
 
 def _same_extent(builder, first, second, span, rule: str, message: str, hint: str) -> None:
     """Equal extents: a diagnostic when both are static, else a run-time check."""
@@ -124,13 +61,13 @@ _T4_USAGE = ("I.scaled_contract(a, sa, b, sb, acc=f32) with a: [M, G, C], sa: e8
              "sb: e8m0[N, G] (or a: [M, K], b: [K, N] with block=C)")
 
 
-def _scaled_contract(builder, node: ast.Call):
-    kwargs = _keywords(node, ("acc", "block"), "scaled_contract", "T4")
+def _scaled_contract(builder, name: str, node: ast.Call):
+    kwargs = keywords(node, ("acc", "block"), "scaled_contract", "T4")
     if len(node.args) != 4:
         raise error(f"I.scaled_contract takes four tensors (a, sa, b, sb), got {len(node.args)} arguments",
                     node.span, rule="T4", hint=_T4_USAGE)
     names = ("a", "sa", "b", "sb")
-    a, sa, b, sb = (_tensor(builder, arg, f"'{n}' of I.scaled_contract", "T4", _T4_USAGE)
+    a, sa, b, sb = (tensor_arg(builder, arg, f"'{n}' of I.scaled_contract", "T4", _T4_USAGE)
                     for arg, n in zip(node.args, names))
     spans = dict(zip(names, (arg.span for arg in node.args)))
     for value, n in ((a, "a"), (b, "b")):
@@ -183,7 +120,7 @@ def _scaled_contract(builder, node: ast.Call):
         if acc != F32:
             raise error(f"I.scaled_contract accumulates in f32, not {acc}", kwargs["acc"].span, rule="T4",
                         hint="drop acc= or write acc=f32; I.cast the result to another dtype")
-    static = tuple(e if isinstance(e, int) else None for e in (m, n))
+    static = static_shape((m, n))
     op = builder.emit("scaled_contract", [a, sa, b, sb], [TensorType(acc, static)], {"acc": acc.name},
                       span=node.span)
     builder.shapes[id(op.result)] = [m, n]
@@ -233,8 +170,8 @@ _T5_USAGE = ('I.sparse_contract("2:4", values, meta, b) with values: [M, K/2], m
 _INDEX_DTYPES = ("i32", "i64", "index")
 
 
-def _sparse_contract(builder, node: ast.Call):
-    kwargs = _keywords(node, ("acc",), "sparse_contract", "T5")
+def _sparse_contract(builder, name: str, node: ast.Call):
+    kwargs = keywords(node, ("acc",), "sparse_contract", "T5")
     if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
         raise error("the first argument of I.sparse_contract is the format: \"2:4\" or \"csr\"",
                     node.args[0].span if node.args else node.span, rule="T5", hint=_T5_USAGE)
@@ -246,7 +183,7 @@ def _sparse_contract(builder, node: ast.Call):
     if len(node.args) != 1 + len(names):
         raise error(f"I.sparse_contract(\"{form}\", ...) takes {len(names)} tensors ({', '.join(names)}), got "
                     f"{len(node.args) - 1}", node.span, rule="T5", hint=_T5_USAGE)
-    operands = {n: _tensor(builder, arg, f"'{n}' of I.sparse_contract", "T5", _T5_USAGE)
+    operands = {n: tensor_arg(builder, arg, f"'{n}' of I.sparse_contract", "T5", _T5_USAGE)
                 for n, arg in zip(names, node.args[1:])}
     spans = {n: arg.span for n, arg in zip(names, node.args[1:])}
     values, b = operands["values"], operands["b"]
@@ -315,7 +252,7 @@ def _sparse_contract(builder, node: ast.Call):
                 "rule": "T5", "code": "shape"})
             m = builder.emit("sub", [rows1, one], [INDEX], span=node.span).result
         args = [offsets, columns, values, b]
-    static = tuple(e if isinstance(e, int) else None for e in (m, n))
+    static = static_shape((m, n))
     op = builder.emit("sparse_contract", args, [TensorType(acc, static)], {"format": form, "acc": acc.name},
                       span=node.span)
     builder.shapes[id(op.result)] = [m, n]
@@ -326,3 +263,6 @@ def _times(builder, extent, factor: int, span):
     if isinstance(extent, int):
         return extent * factor
     return builder.emit("mul", [extent, builder.const(factor, INDEX, span)], [INDEX], span=span).result
+
+
+BUILTINS = {"scaled_contract": _scaled_contract, "sparse_contract": _sparse_contract}

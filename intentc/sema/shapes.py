@@ -21,6 +21,11 @@ def same_extent(a: Extent, b: Extent) -> bool:
     return a is b
 
 
+def static_shape(extents) -> tuple:
+    """The static part of a shape, as a ``TensorType`` holds it: ints kept, runtime extents None."""
+    return tuple(e if isinstance(e, int) else None for e in extents)
+
+
 def describe(extent: Extent) -> str:
     if isinstance(extent, int):
         return str(extent)
@@ -81,8 +86,7 @@ def broadcast_to(builder, value: Value, shape: list[Extent], result_shape: list[
     offset = len(result_shape) - len(shape)
     mapping = [offset + k for k in range(len(shape))]
     extents = [builder.index_value(e, span) for e in result_shape]
-    static = tuple(e if isinstance(e, int) else None for e in result_shape)
-    op = builder.emit("broadcast", [value] + extents, [TensorType(dtype, static)], span=span,
+    op = builder.emit("broadcast", [value] + extents, [TensorType(dtype, static_shape(result_shape))], span=span,
                       attrs={"map": mapping})
     builder.shapes[id(op.result)] = list(result_shape)
     return op.result

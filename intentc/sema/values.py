@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from intentc.diagnostics import error
 from intentc.kir.types import DType, DTYPES
+from intentc.sema.mx import mx_literal
 from intentc.source import Span
 
 DEFAULT_INT = DTYPES["i64"]
@@ -59,8 +60,6 @@ def literal_as(lit: Literal, dtype: DType, rule: str | None = None) -> int | flo
         raise error(f"the literal {value!r} is not a bool", lit.span, rule=rule,
                     hint="write True or False, or compare with a number")
     if dtype.kind == "mx":  # OCP Microscaling codes are made by I.cast from f32
-        from intentc.sema.scaled import mx_literal
-
         raise mx_literal(dtype, lit.span)
     if isinstance(value, bool):
         raise error(f"a bool literal cannot be used as {dtype}", lit.span, rule=rule,
@@ -88,3 +87,8 @@ def int_range(dtype: DType) -> tuple[int, int]:
     if dtype.is_signed:
         return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
     return 0, (1 << dtype.bits) - 1
+
+
+def items_of(value) -> list:
+    """The items of a tuple value, or the value alone as one item."""
+    return list(value.items) if isinstance(value, TupleValue) else [value]

@@ -1,0 +1,87 @@
+"""Signatures: the parameter and result types every function declares (S1, R4).
+
+A kernel takes scalars and tensors (``mut`` tensors are written in place) and returns
+tensors whose extents are named after parameter extents, so the caller can size them
+(S1); a helper (``@intent.fn``) may take tuples and never a ``mut`` parameter (R4).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from intentc.diagnostics import error
+from intentc.kir.extents import names as extent_names
+from intentc.kir.types import TensorType
+from intentc.parse import ast
+from intentc.sema.annotations import Annotated, annotation, result_annotations
+from intentc.source import Span
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A function's declared interface, read before any body is built (calls may precede definitions)."""
+
+    name: str
+    kind: str  # "kernel" or "fn"
+    params: tuple[Annotated, ...]
+    param_names: tuple[str, ...]
+    results: tuple[Annotated, ...]
+    span: Span  # the function's name
+
+
+def check_imports(tree: ast.Module) -> None:
+    """A program imports exactly ``intent as I``."""
+    for imp in tree.imports:
+        if imp.module != "intent" or imp.alias != "I":
+            raise error(f"unknown import '{imp.module} as {imp.alias}'", imp.span,
+                        hint="Intent programs begin with `import intent as I`")
+
+
+def signature(fn: ast.FunctionDef) -> Signature:
+    """The signature of ``fn``, or the first diagnostic about its parameters and results (S1, R4)."""
+    params, names = [], []
+    for param in fn.params:
+        if param.name in names:
+            raise error(f"parameter '{param.name}' appears twice", param.span)
+        ann = annotation(param.annotation)
+        if ann.items and fn.kind == "kernel":
+            raise error(f"kernel parameter '{param.name}' has a tuple type; kernels take scalars and tensors",
+                        param.span, hint="pass the items as separate parameters")
+        if any(item.items for item in ann.items):
+            raise error("tuple types do not nest", param.span)
+        if param.mutable and not isinstance(ann.type, TensorType):
+            raise error(f"'mut' applies to tensors; '{param.name}' is a scalar", param.span,
+                        hint="scalars are passed by value; return a tensor instead")
+        if fn.kind == "fn" and param.mutable:
+            raise error("helpers are pure: a @intent.fn cannot take a 'mut' parameter", param.span, rule="R4")
+        params.append(ann)
+        names.append(param.name)
+    results = result_annotations(fn.returns)
+    if fn.kind == "kernel" and results:
+        # Returned tensors travel as trailing parameters named out (one) or out0, out1, ...
+        reserved = {"out"} if len(results) == 1 else {f"out{k}" for k in range(len(results))}
+        for param in fn.params:
+            if param.name in reserved:
+                raise error(f"parameter '{param.name}' has the name of the kernel's returned tensor, which the C "
+                            f"header, the manifest and out= call '{param.name}'", param.span,
+                            hint="rename the parameter, e.g. to 'dst'")
+    if fn.kind == "kernel":
+        for ann, expr in zip(results, _result_exprs(fn.returns)):
+            if not isinstance(ann.type, TensorType):
+                raise error(f"kernel '{fn.name}' declares the scalar result {ann.type}, but a kernel returns "
+                            "tensors only", expr.span,
+                            hint=f"return a tensor such as {ann.type}[1], or write into a 'mut' parameter")
+            known = {e for p in params for e in p.extents if isinstance(e, str)}
+            for extent in ann.extents:
+                unknown = [n for n in extent_names(extent) if n not in known] if isinstance(extent, str) else []
+                if unknown:
+                    named = ", ".join(sorted(known)) or "none"
+                    raise error(f"result extent '{unknown[0]}' is not an extent of any parameter", expr.span, rule="S1",
+                                hint="name result extents after parameter extents so the caller can size them "
+                                     f"(parameter extents: {named}), or use an integer literal")
+    return Signature(fn.name, fn.kind, tuple(params), tuple(names), tuple(results), fn.name_span)
+
+
+def _result_exprs(expr):
+    if expr is None:
+        return []
+    return list(expr.elts) if isinstance(expr, ast.TupleExpr) else [expr]

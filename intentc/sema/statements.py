@@ -1,0 +1,304 @@
+"""Statements: assignments, stores, ``if``, ordered ``for`` / ``while`` and ``I.parallel`` loops.
+
+Each function takes the function builder ``b`` (expressions.py) and appends KIR to its
+current block. Ordered control is structured SSA: an ``if`` yields the variables its
+branches change (O1), a ``for`` / ``while`` carries the variables its body changes and
+keeps their dtypes (O2); ``break`` / ``continue`` / ``return`` were normalised before
+(O3, normalize.py). An ``I.parallel`` body carries nothing across points: assigning a
+name defined outside it is a diagnostic (P2); it never breaks (P4, normalize.py).
+Names are single-assignment values: parameters and extents are read-only, a name keeps
+its type, and ``x[i] = v`` writes a ``mut`` tensor or a buffer (M2, M4; memory.py).
+"""
+from __future__ import annotations
+
+from intentc.diagnostics import error
+from intentc.kir.core import Op, Value
+from intentc.kir.types import INDEX, DType, TensorType, element_dtype
+from intentc.parse import ast
+from intentc.sema.annotations import dtype_of
+from intentc.sema.memory import subscript_write
+from intentc.sema.normalize import is_parallel_loop
+from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue
+
+
+def assigned_names(stmts) -> list[str]:
+    """Names assigned anywhere in ``stmts`` (in first-assignment order)."""
+    found: list[str] = []
+
+    def add(name):
+        if name not in found:
+            found.append(name)
+
+    def visit(stmt):
+        if isinstance(stmt, (ast.Assign, ast.AugAssign)):
+            targets = stmt.target.elts if isinstance(stmt.target, ast.TupleExpr) else (stmt.target,)
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    add(target.id)
+        elif isinstance(stmt, ast.AnnAssign):
+            add(stmt.target.id)
+        elif isinstance(stmt, ast.If):
+            for s in stmt.body + stmt.orelse:
+                visit(s)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            for s in stmt.body:
+                visit(s)
+
+    for stmt in stmts:
+        visit(stmt)
+    return found
+
+
+def statements(b, stmts) -> None:
+    """Build ``stmts`` in order into the current block of ``b``."""
+    for stmt in stmts:
+        statement(b, stmt)
+
+
+def statement(b, stmt) -> None:
+    if isinstance(stmt, ast.Assign):
+        assign(b, stmt.target, b.expr(stmt.value), stmt.span)
+    elif isinstance(stmt, ast.AnnAssign):
+        dtype = dtype_of(stmt.annotation) if not isinstance(stmt.annotation, ast.Subscript) else None
+        if dtype is None:
+            raise error("a local annotation names a scalar dtype", stmt.annotation.span,
+                        hint="write e.g. `count: i32 = 0`")
+        value = b.scalar_of(b.expr(stmt.value), dtype, stmt.value.span, f"'{stmt.target.id}'")
+        bind(b, stmt.target, value)
+    elif isinstance(stmt, ast.AugAssign):
+        current = b.expr(stmt.target)
+        value = b.binary(stmt.op, current, b.expr(stmt.value), stmt.target.span, stmt.value.span, stmt.span)
+        assign(b, stmt.target, value, stmt.span)
+    elif isinstance(stmt, ast.ExprStmt):
+        b.expr(stmt.value)
+    elif isinstance(stmt, ast.Pass):
+        pass
+    elif isinstance(stmt, ast.If):
+        if_stmt(b, stmt)
+    elif isinstance(stmt, ast.For):
+        if is_parallel_loop(stmt):
+            parallel_stmt(b, stmt)
+        else:
+            for_stmt(b, stmt)
+    elif isinstance(stmt, ast.While):
+        while_stmt(b, stmt)
+    elif isinstance(stmt, ast.Return):
+        raise error("'return' must be the last statement of a function", stmt.span, rule="O3")
+    else:
+        raise error("this statement is not supported here", stmt.span)
+
+
+def assign(b, target, value, span) -> None:
+    if isinstance(target, ast.Name):
+        if isinstance(value, Literal):
+            dtype, previous = value.default_dtype, b.scope.get(target.id)
+            if target.id.startswith(".") and isinstance(previous, Value) and isinstance(previous.type, DType):
+                dtype = previous.type  # a returned literal takes the declared result dtype (normalize.py)
+            value = b.scalar_of(value, dtype, value.span, f"'{target.id}'")
+        bind(b, target, value)
+    elif isinstance(target, ast.TupleExpr):
+        items = value.items if isinstance(value, TupleValue) else None
+        if items is None or len(items) != len(target.elts):
+            raise error(f"cannot unpack into {len(target.elts)} names", span)
+        for name, item in zip(target.elts, items):
+            assign(b, name, item, span)
+    elif isinstance(target, ast.Subscript):
+        store(b, target, value, span)
+    else:
+        raise error("cannot assign to this expression", target.span,
+                    hint="assign to a name, a tuple of names, or an element like out[i]")
+
+
+def bind(b, target: ast.Name, value) -> None:
+    name = target.id
+    if name in b.readonly:
+        raise error(f"cannot assign to '{name}': it is {b.readonly[name]}", target.span,
+                    hint="assign to a new local name")
+    if b.parallel_outer is not None and name in b.parallel_outer:
+        raise error(f"'{name}' is defined outside I.parallel and assigned inside it: a loop-carried value",
+                    target.span, rule="P2",
+                    hint="parallel points carry nothing across iterations; assign a new local name inside "
+                         "the loop, or combine the points with a reduction (I.sum, I.reduce) or an ordered "
+                         "`for` loop")
+    if isinstance(value, (NamespaceRef, FunctionRef, DTypeRef)):
+        raise error("only values can be assigned to names", target.span)
+    previous = b.scope.get(name)
+    if isinstance(previous, Value) and isinstance(value, Value) and previous.type != value.type:
+        if name.startswith(".retval"):  # an early return, normalised into an assignment (normalize.py)
+            raise error(f"dtype mismatch: '{b.sig.name}' declares the result {previous.type} but this "
+                        f"returns {value.type}", target.span, hint=f"use I.cast(..., {previous.type})")
+        if id(previous) in b.carry_args and isinstance(value.type, DType):
+            raise error(f"loop-carried '{name}' changes type from {previous.type} to {value.type}", target.span,
+                        rule="O2", hint=f"a value updated in a loop keeps one dtype; give it that dtype "
+                                        f"before the loop, e.g. `{name}: {value.type} = ...`")
+        if not (isinstance(previous.type, TensorType) and isinstance(value.type, TensorType)):
+            raise error(f"'{name}' changes type from {previous.type} to {value.type}", target.span,
+                        hint=f"use a new name, or I.cast(..., {element_dtype(previous.type)})")
+    if isinstance(value, Value) and not value.hint:
+        value.hint = name
+    b.scope[name] = value
+
+
+def store(b, target: ast.Subscript, value, span) -> None:
+    tensor = b.expr(target.value)
+    if not isinstance(tensor, Value) or not isinstance(tensor.type, TensorType):
+        raise error("only tensor elements can be assigned", target.value.span)
+    if b.sig.kind == "fn":
+        raise error(f"helper '{b.sig.name}' writes memory: helpers are pure", target.span, rule="R4",
+                    hint="return the value instead; only kernels write into `mut` tensors")
+    if id(tensor) not in b.mutable:
+        name = b.params.get(id(tensor))
+        what = f"parameter '{name}' is read-only" if name else "this tensor is an immutable value"
+        raise error(f"cannot store: {what}", target.value.span, rule="M2",
+                    hint="declare the parameter as `mut` to write into it" if name else None)
+    subscript_write(b, target, tensor, value, span)  # a store, or a scatter for tensor indices (M4)
+
+
+def if_stmt(b, stmt: ast.If) -> None:
+    cond = b.condition(stmt.cond)
+    before = b.scope
+    then_block, then_scope = b.region([], before, lambda: statements(b, stmt.body))
+    else_block, else_scope = b.region([], before, lambda: statements(b, stmt.orelse))
+    merged = []
+    for name in assigned_names(stmt.body + stmt.orelse):
+        then_value, else_value = then_scope.get(name), else_scope.get(name)
+        if not isinstance(then_value, Value) or not isinstance(else_value, Value):
+            continue  # defined on one path only: not visible after the if
+        if then_value is else_value:
+            continue
+        if then_value.type != else_value.type:
+            raise error(f"'{name}' has type {then_value.type} on one branch and {else_value.type} on the other",
+                        stmt.span, rule="O1", hint="give both branches the same dtype")
+        merged.append((name, then_value, else_value))
+    then_block.ops.append(Op("yield", [value for _, value, _ in merged], span=stmt.span))
+    else_block.ops.append(Op("yield", [value for _, _, value in merged], span=stmt.span))
+    op = b.emit("if", [cond], [value.type for _, value, _ in merged], regions=[then_block, else_block],
+                   span=stmt.span)
+    b.scope = dict(before)
+    for (name, _, _), result in zip(merged, op.results):
+        result.hint = name.lstrip(".")
+        b.scope[name] = result
+
+
+def loop_carried(b, body) -> list[tuple[str, Value]]:
+    """The variables a loop body assigns that are defined before it: (name, value before the loop)."""
+    carried = []
+    for name in assigned_names(body):
+        value = b.scope.get(name)
+        if isinstance(value, Value):
+            if isinstance(value.type, TensorType):
+                raise error(f"tensor value '{name}' cannot be carried by a loop yet", body[0].span,
+                            hint="store into a `mut` tensor element by element instead")
+            carried.append((name, value))
+    return carried
+
+
+def check_carries(b, carried, scope, span) -> list[Value]:
+    out = []
+    for name, initial in carried:
+        final = scope.get(name)
+        if not isinstance(final, Value):
+            final = initial
+        if final.type != initial.type:
+            raise error(f"loop-carried '{name}' changes type from {initial.type} to {final.type}", span,
+                        rule="O2", hint=f"annotate it before the loop, e.g. `{name}: {final.type} = ...`")
+        out.append(final)
+    return out
+
+
+def for_stmt(b, stmt: ast.For) -> None:
+    iterable = stmt.iter
+    enumerated = (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
+                  and iterable.func.id == "enumerate" and "enumerate" not in b.scope)
+    if enumerated:
+        if len(iterable.args) != 1 or iterable.keywords:
+            raise error("enumerate takes one domain", iterable.span, rule="D6")
+        iterable = iterable.args[0]
+        if len(stmt.targets) != 2:
+            raise error("`for k, i in enumerate(domain)` binds an ordinal and a coordinate", stmt.span, rule="D6")
+    elif len(stmt.targets) != 1:
+        raise error("an ordered for loop binds one index name", stmt.span, rule="O2")
+    domain = b.domain_of(b.expr(iterable), iterable.span)
+    carried = loop_carried(b, stmt.body)
+    point_name = stmt.targets[-1].id
+    index = Value(INDEX, point_name)
+    args = [index] + [Value(v.type, n.lstrip(".")) for n, v in carried]
+    b.carry_args.update(id(a) for a in args[1:])
+    scope = dict(b.scope)
+    scope[point_name] = index
+    for (name, _), arg in zip(carried, args[1:]):
+        scope[name] = arg
+
+    def build_body():
+        if enumerated:  # the local ordinal: (i - begin) // step (D6)
+            begin = b.emit("dom_begin", [domain], [INDEX], span=stmt.span).result
+            step = b.emit("dom_step", [domain], [INDEX], span=stmt.span).result
+            offset = b.emit("sub", [index, begin], [INDEX], span=stmt.span).result
+            ordinal = b.emit("floordiv", [offset, step], [INDEX], span=stmt.span,
+                                hint=stmt.targets[0].id).result
+            b.scope[stmt.targets[0].id] = ordinal
+        statements(b, stmt.body)
+
+    body, final = b.region(args, scope, build_body)
+    body.ops.append(Op("yield", check_carries(b, carried, final, stmt.span), span=stmt.span))
+    op = b.emit("for", [domain] + [v for _, v in carried], [v.type for _, v in carried],
+                   regions=[body], span=stmt.span)
+    for (name, _), result in zip(carried, op.results):
+        result.hint = name.lstrip(".")
+        b.scope[name] = result
+
+
+def while_stmt(b, stmt: ast.While) -> None:
+    carried = loop_carried(b, stmt.body)
+    cond_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
+    body_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
+    b.carry_args.update(id(a) for a in cond_args + body_args)
+    cond_scope = dict(b.scope)
+    body_scope = dict(b.scope)
+    for (name, _), cond_arg, body_arg in zip(carried, cond_args, body_args):
+        cond_scope[name] = cond_arg
+        body_scope[name] = body_arg
+
+    def build_cond():
+        b.emit("condition", [b.condition(stmt.cond)], span=stmt.cond.span)
+
+    cond_block, _ = b.region(cond_args, cond_scope, build_cond)
+    body, final = b.region(body_args, body_scope, lambda: statements(b, stmt.body))
+    body.ops.append(Op("yield", check_carries(b, carried, final, stmt.span), span=stmt.span))
+    op = b.emit("while", [v for _, v in carried], [v.type for _, v in carried],
+                   regions=[cond_block, body], span=stmt.span)
+    for (name, _), result in zip(carried, op.results):
+        result.hint = name.lstrip(".")
+        b.scope[name] = result
+
+
+def parallel_stmt(b, stmt: ast.For) -> None:
+    call = stmt.iter
+    if call.keywords or not call.args:
+        raise error("I.parallel takes one or more domains", call.span, rule="P1")
+    domains = [b.domain_of(b.expr(arg), arg.span) for arg in call.args]
+    indices = [Value(INDEX, "") for _ in domains]
+    scope = dict(b.scope)
+    if len(stmt.targets) == 1:
+        if len(indices) == 1:
+            indices[0].hint = stmt.targets[0].id
+            scope[stmt.targets[0].id] = indices[0]
+        else:
+            for k, value in enumerate(indices):
+                value.hint = f"{stmt.targets[0].id}{k}"
+            scope[stmt.targets[0].id] = TupleValue(tuple(indices))
+    elif len(stmt.targets) == len(indices):
+        for target, value in zip(stmt.targets, indices):
+            value.hint = target.id
+            scope[target.id] = value
+    else:
+        raise error(f"I.parallel over {len(indices)} domains binds 1 or {len(indices)} names, "
+                    f"not {len(stmt.targets)}", stmt.span, rule="P1")
+    saved_outer = b.parallel_outer
+    b.parallel_outer = {n for n, v in b.scope.items() if isinstance(v, (Value, TupleValue, Literal))}
+    try:
+        body, _ = b.region(indices, scope, lambda: statements(b, stmt.body))
+    finally:
+        b.parallel_outer = saved_outer
+    body.ops.append(Op("yield", [], span=stmt.span))
+    b.emit("parallel", domains, [], regions=[body], span=stmt.span)
