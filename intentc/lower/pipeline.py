@@ -56,7 +56,8 @@ class Condition:
     def __str__(self) -> str:
         if not self.option:
             return "always"
-        text = f"--sanitize={self.value}" if self.option == "sanitize" else f"point order {self.value}"
+        text = f"--sanitize={self.value}" if self.option == "sanitize" else \
+            f"point order {self.value} (a --sanitize=order body)"
         return f"without {text}" if self.negated else text
 
 
@@ -70,6 +71,7 @@ class Pass:
     name: str
     stage: str
     run: Callable
+    guarantee: str  # what holds after it (the pass file's docstring says more)
     condition: Condition = ALWAYS
     module: str = ""  # the file that holds it, for the docs (passes/<name>.py by default)
 
@@ -83,19 +85,35 @@ def _sanitizer(name: str, negated: bool = False) -> Condition:
 
 
 PASSES: tuple[Pass, ...] = (
-    Pass("check_unique", KIR, check_unique.run, _sanitizer("unique")),  # M4
-    Pass("check_laws", KIR, check_laws.run, _sanitizer("laws")),  # R2, R6
-    Pass("inline_helpers", KIR, inline_helpers.run),
-    Pass("expand_tensor_exprs", KIR, expand_tensor_exprs.run),
-    Pass("prove_bounds", KIR, prove_bounds.run, _sanitizer("bounds", negated=True)),
-    Pass("keep_all_checks", KIR, keep_all_checks.run, _sanitizer("bounds")),  # D5
-    Pass("to_physical", TO_PHYSICAL, to_physical.run),
-    Pass("propagate_constants", PHYSICAL, propagate_constants.run),
-    Pass("specialize_unit_stride", PHYSICAL, specialize_unit_stride.run),
-    Pass("schedule_parallel", PHYSICAL, schedule_parallel.run),
-    Pass("serialize_points", PHYSICAL, serialize_points.run_increasing, Condition("point_order", "increasing")),
+    Pass("check_unique", KIR, check_unique.run,
+         "every scatter asserted unique gets a zero-filled marker buffer; its expansion marks each written "
+         "element atomically and fails on a second write (M4)", _sanitizer("unique")),
+    Pass("check_laws", KIR, check_laws.run,
+         "every region_fold/region_scan names its helpers by role; its expansion first checks their laws "
+         "under several segmentations (R2, R6)", _sanitizer("laws")),
+    Pass("inline_helpers", KIR, inline_helpers.run, "no call remains in kernels"),
+    Pass("expand_tensor_exprs", KIR, expand_tensor_exprs.run,
+         "no tensor expression remains: each is computed element by element where it is read (P6); "
+         "structured and memory ops are loops over buffers or the outputs; returned tensors are result "
+         "parameters (S1)"),
+    Pass("prove_bounds", KIR, prove_bounds.run, "accesses proven in bounds by provenance carry inbounds (D5)",
+         _sanitizer("bounds", negated=True)),
+    Pass("keep_all_checks", KIR, keep_all_checks.run, "no access carries inbounds: every one is checked (D5)",
+         _sanitizer("bounds")),
+    Pass("to_physical", TO_PHYSICAL, to_physical.run,
+         "the loop program: variables, ordinal loops, explicit addresses and checks; tile and lane-chain ops "
+         "become register-tiled loop nests"),
+    Pass("propagate_constants", PHYSICAL, propagate_constants.run,
+         "variables assigned one constant are replaced by it (unit steps become literal)"),
+    Pass("specialize_unit_stride", PHYSICAL, specialize_unit_stride.run,
+         "each parallel nest has a contiguous fast path and a strided general path"),
+    Pass("schedule_parallel", PHYSICAL, schedule_parallel.run,
+         "each parallel loop has a grain that depends on the problem size only"),
+    Pass("serialize_points", PHYSICAL, serialize_points.run_increasing,
+         "parallel loops run their points serially, in increasing order (P1)", Condition("point_order", "increasing")),
     Pass("serialize_points_reversed", PHYSICAL, serialize_points.run_decreasing,
-         Condition("point_order", "decreasing"), "intentc/lower/passes/serialize_points.py"),
+         "parallel loops run their points serially, in decreasing order (P1)", Condition("point_order", "decreasing"),
+         "intentc/lower/passes/serialize_points.py"),
 )
 PASS_NAMES = [p.name for p in PASSES]
 KIR_PASSES = [(p.name, p.run) for p in PASSES if p.stage == KIR]  # every KIR -> KIR pass, by name
@@ -106,6 +124,14 @@ PHYSICAL_PASSES = [(p.name, p.run) for p in PASSES if p.stage == PHYSICAL]
 PHYSICAL_VERIFIER: Callable[[P.Program], None] | None = None
 
 VERIFY_EACH_ENV = "INTENTC_VERIFY_EACH"
+
+
+def pass_table() -> str:
+    """PASSES as a Markdown table, in the order they run (``docs/passes.md`` holds it)."""
+    rows = ["| pass | stage | runs | file | guarantee |", "|---|---|---|---|---|"]
+    for entry in PASSES:
+        rows.append(f"| `{entry.name}` | {entry.stage} | {entry.condition} | `{entry.source}` | {entry.guarantee} |")
+    return "\n".join(rows) + "\n"
 
 
 def verify_each_requested() -> bool:

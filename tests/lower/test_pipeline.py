@@ -124,3 +124,8 @@ def test_explain_verify_each_turns_the_physical_verifier_on(tmp_path, monkeypatc
     result = CliRunner().invoke(main, ["explain", str(source), *args, "--verify-each"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert len(seen) == len([p for p in PASSES if p.stage != KIR and p.condition.holds(Options())])
+
+
+def test_docs_pass_table_is_the_list():
+    text = (REPO / "docs" / "passes.md").read_text(encoding="utf-8")
+    assert pipeline.pass_table() in text, "docs/passes.md: regenerate the table with pipeline.pass_table()"
