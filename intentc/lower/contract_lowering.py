@@ -131,7 +131,7 @@ class ContractExpansion:
 
     def contract_tiled(self, op: Op, spec, acc, extent: dict) -> Value | None:
         a, b = op.operands
-        if id(op.result) not in getattr(self, "used", {id(op.result)}):
+        if self.b.used is not None and id(op.result) not in self.b.used:
             return None  # never read: nothing to compute
         mr, nr, lanes = tile_shape(acc)
         mc, nc = max(MC // mr, 1) * mr, max(NC // nr, 1) * nr
@@ -144,7 +144,7 @@ class ContractExpansion:
         # C: the kernel's output itself when the result is returned as is and laid out as
         # [batch?, m, n]; else a [batch, m, n] buffer that the result views.
         direct = spec.out == spec.canonical and len(spec.batch) <= 1 and len(spec.free_a) == 1 \
-            and len(spec.free_b) == 1 and id(op.result) in getattr(self, "destination", {})
+            and len(spec.free_b) == 1 and id(op.result) in self.b.destination
         if direct:
             c = self.b.result_buffer(op.result, acc, [extent[ch] for ch in spec.out], op.span)
         else:
@@ -232,7 +232,9 @@ class ContractExpansion:
         extents = [self.b.extent(values, axis) for axis in range(rank)]
         count = self.b.product(extents)
         width = self.b.ix("add", n, self.b.c(1))  # column n collects what is not counted
-        size = self.b.ix("max", self.b.ix("max", self.b.c(HIST_MIN_BLOCK), self.b.ceil_div(count, self.b.c(HIST_MAX_BLOCKS))),
+        least = self.b.c(HIST_MIN_BLOCK)  # before the quotient: the ops keep their order
+        per = self.b.ceil_div(count, self.b.c(HIST_MAX_BLOCKS))
+        size = self.b.ix("max", self.b.ix("max", least, per),
                        self.b.ix("mul", width, self.b.c(16)))
         has_bins = self.b.emit("cmp", [n, self.b.c(0)], [BOOL], {"pred": "gt"}).result
         blocks = self.b.emit("select", [has_bins, self.b.ceil_div(count, size), self.b.c(0)], [INDEX]).result

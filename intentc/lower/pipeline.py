@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from intentc.diagnostics import error
 from intentc.kir.core import Module
 from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
@@ -154,6 +155,8 @@ def lower(module: Module, verify_each: bool | None = None, print_after: str | No
     ``sanitize``: ``"bounds"`` keeps every bounds check (no proof removes one); ``"unique"``
     checks scatters asserted unique (M4); ``"laws"`` checks the laws of region helpers (R2, R6).
     ``point_order``: see ``Options``."""
+    if print_after not in (None, "all", *PASS_NAMES):
+        raise error(f"unknown lowering pass '{print_after}'", hint="passes: " + ", ".join(PASS_NAMES) + ", all")
     options = Options(frozenset(sanitize), point_order)
     if verify_each is None:
         verify_each = verify_each_requested()

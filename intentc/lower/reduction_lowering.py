@@ -114,7 +114,8 @@ class ReductionExpansion:
             permuted (T2)."""
             lanes = LANES
             # A little shorter than length / lanes so the chains' addresses do not alias in the cache.
-            chunk = self.b.ix("max", self.b.ix("sub", self.b.ix("floordiv", length, self.b.c(lanes)), self.b.c(CHAIN_SKEW)),
+            per_lane = self.b.ix("floordiv", length, self.b.c(lanes))
+            chunk = self.b.ix("max", self.b.ix("sub", per_lane, self.b.c(CHAIN_SKEW)),
                             self.b.c(0))
             k = len(start_acc)
 

@@ -94,8 +94,6 @@ def _plain_reduce(summarize: Block) -> tuple[int, list[int]] | None:
     return len(ops) - 2, [results.index(id(v)) for v in term.operands]
 
 
-
-
 class RegionExpansion:
     """Materialises region ops with the kernel's builder; ``walk`` expands a copied block
     (the pass's walk), so helpers inlined into a region are expanded in turn."""
@@ -327,12 +325,14 @@ class RegionExpansion:
         def body(points):
             first = self.b.ix("mul", points[0], self.b.c(GROUP_CHAINS))
             last = self.b.ix("add", first, self.b.c(GROUP_CHAINS))
-            full = self.b.emit("cmp", [self.b.ix("mul", last, self.b.c(CHAIN_SEGMENT)), n], [BOOL], {"pred": "le"}).result
+            end = self.b.ix("mul", last, self.b.c(CHAIN_SEGMENT))
+            full = self.b.emit("cmp", [end, n], [BOOL], {"pred": "le"}).result
 
             def one_by_one():
                 blk = Value(INDEX, "blk")
                 loop_body = self.b.with_block([blk], lambda: (one(blk), [])[1])
-                self.b.out.append(Op("for", [self.b.domain(self.b.ix("min", last, blocks), first)], [], None, [loop_body]))
+                blocks_here = self.b.domain(self.b.ix("min", last, blocks), first)
+                self.b.out.append(Op("for", [blocks_here], [], None, [loop_body]))
                 return []
 
             self.b.out.append(Op("if", [full], [], None, [self.b.with_block([], lambda: (chained(first), [])[1]),
@@ -400,7 +400,8 @@ class RegionExpansion:
 
             def step(t, j, accs):
                 reduce, inputs, _ = chains[j]
-                return self.b.apply(reduce.regions[0], accs, [self.b.element(x, [t], op.span, proven=True) for x in inputs])
+                items = [self.b.element(x, [t], op.span, proven=True) for x in inputs]
+                return self.b.apply(reduce.regions[0], accs, items)
 
             totals = self.chain_group(chains[0][0].regions[0], lanes, [c[2] for c in chains], step, first)
             for j, total in enumerate(totals):

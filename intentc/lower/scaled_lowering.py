@@ -26,7 +26,7 @@ one ``fold`` over ``(g, c)``.
 """
 from __future__ import annotations
 
-from intentc.kir.core import Op, Value
+from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import DTYPES
 from intentc.lower.kir_builder import KirBuilder
 
@@ -64,8 +64,6 @@ class ScaledExpansion:
         if out is None:
             return None
         x, y = Value(F32, "x"), Value(F32, "y")
-        from intentc.kir.core import Block
-
         combine = Block([x, y], [Op("add", [x, y], [F32])])
         combine.ops.append(Op("yield", [combine.ops[0].result]))
         zero = self.b.emit("const", [], [F32], {"value": 0.0}).result

@@ -129,3 +129,10 @@ def test_explain_verify_each_turns_the_physical_verifier_on(tmp_path, monkeypatc
 def test_docs_pass_table_is_the_list():
     text = (REPO / "docs" / "passes.md").read_text(encoding="utf-8")
     assert pipeline.pass_table() in text, "docs/passes.md: regenerate the table with pipeline.pass_table()"
+
+
+def test_print_after_names_a_pass():
+    from intentc.diagnostics import CompileError
+
+    with pytest.raises(CompileError, match="unknown lowering pass 'expand'"):
+        lower(frontend(SOURCE, "scale.intent"), print_after="expand", log=lambda name, text: None)
