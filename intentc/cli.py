@@ -69,10 +69,13 @@ def main(ctx, cmake_dir, make_dir):
                    "laws: evaluate every region_fold/region_scan under several segmentations and fail "
                    "(INTENT_E_SANITIZER, naming the law and helpers) if a helper law does not hold (R2, R6; "
                    "CPU targets). Repeatable.")
-def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize):
+@click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
+def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize, verify_each):
     """Compile SOURCE into OUTPUT."""
     from intentc.driver import build as build_files
 
+    if verify_each:
+        _request_verify_each()
     start = time.perf_counter()
     try:
         written = build_files(source, output, target, cpu, emit_header, depfile, sanitize=tuple(sanitize))
@@ -82,6 +85,15 @@ def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize):
         for path in written:
             click.echo(f"wrote {path}")
         click.echo(f"built in {time.perf_counter() - start:.2f} s")
+
+
+def _request_verify_each() -> None:
+    """Turn on the lowering pipeline's verification after every pass, for this process."""
+    import os
+
+    from intentc.lower.pipeline import VERIFY_EACH_ENV
+
+    os.environ[VERIFY_EACH_ENV] = "1"
 
 
 @main.command()
@@ -103,10 +115,13 @@ def check(source):
               help="ast: syntax tree; kir: KIR from sema; lowered: KIR after the KIR passes; physical: the "
                    "loop program; llvm / llvm-opt: LLVM IR before / after optimisation; asm: assembly.")
 @click.option("--print-after", type=str, default=None, help="Print the IR after this lowering pass (or 'all').")
+@click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
 @click.option("--target", default="host", show_default=True)
 @click.option("--cpu", default="native", show_default=True)
-def explain(source, stage, print_after, target, cpu):
+def explain(source, stage, print_after, verify_each, target, cpu):
     """Show SOURCE at one stage of the pipeline."""
+    if verify_each:
+        _request_verify_each()
     from intentc.driver import compile_source, frontend, read_source
 
     try:

@@ -1,39 +1,24 @@
-"""Independent chains of an ordered fold or scan, one chain per vector lane (R3, R9, T2).
+"""``to_physical``'s lowering of a ``lane_chains`` op (``lane_chains.py``; R3, R9, T2).
 
-A region scan cuts its axis into sub-segments (``structured_expansion``); a group of LANES
-consecutive sub-segments of CHAIN_SEGMENT members each is folded (its summaries) or scanned
-(its emit) as LANES independent chains. Each chain still runs in member order, so every
-value is the one the sub-segment alone would give; only the machine code differs.
-
-1. ``lane_chains`` (a KIR op built by :func:`lane_chains_op`) stands for such a group:
-   chain ``j`` starts from its own accumulator tuple and combines the members
-   ``(first + j) * segment + t`` of each input for ``t`` in ``[0, segment)``; an emit writes
-   the picked state components to its outputs at the same positions (before the combine
-   when ``exclusive``). Its results are the chains' final tuples, chain-major.
-2. :func:`lower_lane_chains` (called by ``to_physical``) turns it into vector code when every
-   tensor has unit stride: after a few scalar members that bring the written (else the
-   first read) tensor to a cache line boundary, each step loads LANES consecutive members
-   of each chain, one vector per chain, transposes the LANES × LANES block in registers so
-   that a vector holds one member of every chain, applies the combine lane-wise LANES
-   times and, for an emit, transposes the states back before storing them — with
-   streaming stores, a whole line per chain at a time, when the outputs are large. A
-   strided tensor takes the scalar loop of the same chains. All give the same values.
-
-The combine must be straight-line lane-wise arithmetic (``lane_combinable``): helpers that
-call math functions, divide integers or carry booleans keep the scalar chains.
+Each chain still runs in member order, so every value is the one the sub-segment alone
+would give; only the machine code differs. :func:`lower_lane_chains` turns the op into
+vector code when every tensor has unit stride: after a few scalar members that bring the
+written (else the first read) tensor to a cache line boundary, each step loads LANES
+consecutive members of each chain, one vector per chain, transposes the LANES × LANES
+block in registers so that a vector holds one member of every chain, applies the combine
+lane-wise LANES times and, for an emit, transposes the states back before storing them —
+with streaming stores, a whole line per chain at a time, when the outputs are large. A
+strided tensor takes the scalar loop of the same chains. All give the same values.
 """
 from __future__ import annotations
 
-from intentc.kir.core import Block, Op, Value
-from intentc.kir.types import BOOL, INDEX, TensorType
+from intentc.kir.core import Block, Op
+from intentc.kir.types import BOOL, INDEX
 from intentc.lower import program as P
+from intentc.lower.lane_chains import BINARY, LANES, UNARY
 
-LANES = 8
 LINE_BYTES = 64  # a cache line: streamed outputs are written a whole line at a time
 STREAM_BYTES = 8 << 20  # outputs at least this large take streaming stores (far beyond L2)
-_BINARY = {"add", "sub", "mul", "min", "max", "and", "or", "xor"}
-_UNARY = {"neg", "abs", "not"}
-_BOOL_RESULTS = {"cmp", "and", "or", "xor", "not"}
 # An 8 × 8 transpose in three rounds of two-input shuffles, each a single instruction on
 # x86-64 with AVX (unpcklps/unpckhps, shufps, vperm2f128); other targets get their own.
 _ROUNDS = (
@@ -52,34 +37,6 @@ _ROUNDS = (
 )
 
 
-# ---- KIR: which combines qualify, and the op ------------------------------------------------------
-def lane_combinable(combine: Block) -> bool:
-    """Whether ``combine`` is straight-line lane-wise arithmetic on non-boolean scalars."""
-    if any(isinstance(a.type, TensorType) or a.type.is_bool or a.type == INDEX for a in combine.args):
-        return False
-    for op in combine.ops[:-1]:
-        if op.regions or len(op.results) != 1 or op.name not in _BINARY | _UNARY | {"const", "cmp", "select"}:
-            return False
-        t = op.result.type
-        if isinstance(t, TensorType) or t == INDEX or (t.is_bool and op.name not in _BOOL_RESULTS):
-            return False
-    term = combine.ops[-1] if combine.ops else None
-    return term is not None and term.name == "yield" and not any(v.type.is_bool for v in term.operands)
-
-
-def lane_chains_op(combine: Block, inputs: list[Value], outputs: list[Value], picks: list[int], first: Value,
-                   starts: list[list[Value]], segment: int, exclusive: bool) -> Op:
-    """The ``lane_chains`` op of LANES chains (``starts``: each chain's accumulator tuple)."""
-    from intentc.kir.rewrite import clone_block
-
-    k = len(starts[0])
-    flat = [v for start in starts for v in start]
-    return Op("lane_chains", list(inputs) + list(outputs) + [first] + flat, [v.type for v in flat],
-              {"n_in": len(inputs), "n_out": len(outputs), "k": k, "lanes": len(starts), "segment": segment,
-               "picks": list(picks), "exclusive": bool(exclusive)}, [clone_block(combine, {})])
-
-
-# ---- physical ------------------------------------------------------------------------------------
 def _index(*terms) -> P.Expr:
     total = terms[0]
     for term in terms[1:]:
@@ -107,9 +64,9 @@ def _combine(low, combine: Block, args: list[P.Expr], lanes: int | None) -> tupl
         if op.name == "const":
             value = P.Const(op.result.type, op.attrs["value"])
             expr = P.Splat(t, value) if lanes else value
-        elif op.name in _BINARY:
+        elif op.name in BINARY:
             expr = P.Binary(t, op.name, a[0], a[1])
-        elif op.name in _UNARY:
+        elif op.name in UNARY:
             expr = P.Unary(t, op.name, a[0])
         elif op.name == "cmp":
             expr = P.Compare(typed(BOOL), op.attrs["pred"], a[0], a[1])

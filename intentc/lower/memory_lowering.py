@@ -1,7 +1,7 @@
 """How lowering treats the memory ops (ops_memory.py): gathers, masks, scatters,
 scatter_reduce, atomics and Philox.
 
-In ``expand_tensor_exprs`` (``MemoryExpansion``, mixed into its expander):
+In ``expand_tensor_exprs`` (``MemoryExpansion``, on the kernel's ``KirBuilder``):
 
 - a tensor ``gather`` is consumed element by element like any tensor expression: one
   element is ``src[element(i_0), ..., element(i_{r-1})]``, so ``x[idx[j]] * w[j]`` is one
@@ -24,36 +24,42 @@ In ``expand_tensor_exprs`` (``MemoryExpansion``, mixed into its expander):
 - ``philox`` becomes u32 arithmetic: ten rounds of two 32x32->64 multiplies (``u64``
   ``mul`` + ``shr 32``), xors and Weyl key bumps, which LLVM vectorises (N1).
 
-In ``to_physical`` (``lower_atomic``): every atomic op becomes a ``program.Atomic``
-expression on the element's address, after the element's bounds checks.
+``to_physical`` lowers the atomic ops itself.
 """
 from __future__ import annotations
 
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.interp_memory import MAX_BLOCKS, MIN_BLOCK, PHILOX_M, PHILOX_W, PRIVATE_LIMIT, ROUNDS, exact_combine
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
-from intentc.lower import program as P
+from intentc.lower.kir_builder import KirBuilder
 
 U32, U64 = DTYPES["u32"], DTYPES["u64"]
 MATERIALIZED = ("buffer", "gather", "scatter", "scatter_reduce", "philox")
-ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
 
 
 class MemoryExpansion:
-    """Mixed into the expander: uses emit, element, extent, params, out, depth, defs, func."""
+    """Materialises the memory ops (MATERIALIZED) and gives the elements of gathers and Philox
+    values (``element_rules``) with the kernel's builder."""
+
+    def __init__(self, b: KirBuilder):
+        self.b = b
+        # id(buffer) -> the depth of the parallel point that made it (its own copy there).
+        self.point_buffers: dict[int, int] = {}
+        # (op, indices, insertion point) -> Philox words already computed there.
+        self.philox_memo: dict = {}
 
     # -- statements ------------------------------------------------------------------------------------
     def materialize_memory(self, op: Op, replace: dict) -> None:
         if op.name == "buffer":
-            self.params.add(id(op.result))  # a tensor in memory from here on
-            if self.depth:
-                self._point_buffers()[id(op.result)] = self.depth
-            self.out.append(op)
+            self.b.params.add(id(op.result))  # a tensor in memory from here on
+            if self.b.depth:
+                self.point_buffers[id(op.result)] = self.b.depth
+            self.b.out.append(op)
         elif op.name == "gather":
             if not isinstance(op.result.type, TensorType):  # a masked element read
                 replace[id(op.result)] = self._gather_element(op, [], op.span, False)
-            elif self.reads_written(op):  # a gather of a tensor the kernel writes: a snapshot here
-                replace[id(op.result)] = self.snapshot(op.result, op.span)
+            elif self.b.reads_written(op):  # a gather of a tensor the kernel writes: a snapshot here
+                replace[id(op.result)] = self.b.snapshot(op.result, op.span)
         elif op.name == "philox":
             if not isinstance(op.results[0].type, TensorType):
                 for old, new in zip(op.results, self.philox_rounds(op.operands)):
@@ -67,47 +73,45 @@ class MemoryExpansion:
     def memory_element(self, op: Op, value: Value, indices: list[Value], span, proven: bool) -> Value:
         if op.name == "gather":
             return self._gather_element(op, indices, span, proven)
-        memo = getattr(self, "_philox_memo", None)
-        if memo is None:
-            memo = self._philox_memo = {}
-        key = (id(op), tuple(id(i) for i in indices), id(self.out))
+        memo = self.philox_memo
+        key = (id(op), tuple(id(i) for i in indices), id(self.b.out))
         if key not in memo:
-            words = [self.element(v, indices, span, proven) for v in op.operands]
-            memo[key] = (self.out, self.philox_rounds(words))
+            words = [self.b.element(v, indices, span, proven) for v in op.operands]
+            memo[key] = (self.b.out, self.philox_rounds(words))
         return memo[key][1][op.results.index(value)]
 
     def _gather_element(self, op: Op, indices: list[Value], span, proven: bool) -> Value:
         src = op.operands[0]
         rank = src.type.rank
-        where = [self.element(v, indices, span, proven) for v in op.operands[1:1 + rank]]
+        where = [self.b.element(v, indices, span, proven) for v in op.operands[1:1 + rank]]
         in_bounds = self._gather_in_bounds(op)
         if not op.attrs.get("masked"):
-            return self.element(src, where, span, in_bounds)
-        valid = self.element(op.operands[1 + rank], indices, span, proven)
+            return self.b.element(src, where, span, in_bounds)
+        valid = self.b.element(op.operands[1 + rank], indices, span, proven)
         fill = op.operands[2 + rank]
-        return self.guarded(valid, lambda: self.element(src, where, span, in_bounds), fill)
+        return self.guarded(valid, lambda: self.b.element(src, where, span, in_bounds), fill)
 
     def guarded(self, cond: Value, build, fill: Value) -> Value:
         """``if cond { build() } else { fill }``: the read in ``build`` runs only when valid."""
-        then = self._with_block([], lambda: [build()])
-        other = self._with_block([], lambda: [fill])
+        then = self.b.with_block([], lambda: [build()])
+        other = self.b.with_block([], lambda: [fill])
         op = Op("if", [cond], [fill.type], None, [then, other])
-        self.out.append(op)
-        self.defs[id(op.result)] = op
+        self.b.out.append(op)
+        self.b.defs[id(op.result)] = op
         return op.result
 
     def _gather_in_bounds(self, op: Op) -> bool:
         """Every index is ``indices(d)`` with ``d`` a subregion chain of the source's own axis k."""
         src = op.operands[0]
-        if id(src) not in self.params:
+        if id(src) not in self.b.params:
             return False
         for axis, index in enumerate(op.operands[1:1 + src.type.rank]):
-            ids = self.defs.get(id(index))
+            ids = self.b.defs.get(id(index))
             if ids is None or ids.name != "indices":
                 return False
-            domain = self.defs.get(id(ids.operands[0]))
+            domain = self.b.defs.get(id(ids.operands[0]))
             while domain is not None and domain.name == "subregion":
-                domain = self.defs.get(id(domain.operands[0]))
+                domain = self.b.defs.get(id(domain.operands[0]))
             if domain is None or domain.name != "domain":
                 return False
             begin, end, step = domain.operands
@@ -118,7 +122,7 @@ class MemoryExpansion:
         return True
 
     def _const(self, value: Value):
-        op = self.defs.get(id(value))
+        op = self.b.defs.get(id(value))
         return op.attrs.get("value") if op is not None and op.name == "const" else None
 
     def _same_extent(self, extent: Value, tensor: Value, axis: int) -> bool:
@@ -126,15 +130,15 @@ class MemoryExpansion:
         parameter axis declared with the same extent name (checked equal on entry, S1)."""
         if tensor.type.shape[axis] is not None and self._const(extent) == tensor.type.shape[axis]:
             return True
-        if extent is self.extent(tensor, axis):
+        if extent is self.b.extent(tensor, axis):
             return True
-        names = {id(arg): param.extents for param, arg in zip(self.func.params, self.func.args)}
+        names = {id(arg): param.extents for param, arg in zip(self.b.func.params, self.b.func.args)}
 
         def name_of(value, t=None, a=None):
             if t is not None:
                 extents = names.get(id(t), ())
                 return extents[a] if a < len(extents) and isinstance(extents[a], str) else None
-            op = self.defs.get(id(value))
+            op = self.b.defs.get(id(value))
             if op is None or op.name != "dim":
                 return None
             return name_of(None, op.operands[0], op.attrs["axis"])
@@ -152,7 +156,7 @@ class MemoryExpansion:
         if op.attrs.get("check_unique"):
             tensors = [v for v in tensors if v is not op.operands[-1]]
         for v in tensors:
-            defining = self.defs.get(id(v))
+            defining = self.b.defs.get(id(v))
             if defining is None or defining.name != "buffer":
                 return v
         return tensors[0] if tensors else None
@@ -166,48 +170,48 @@ class MemoryExpansion:
         lanes = self._lanes(op, 1)
 
         def write(points):
-            where = [self.element(v, points, op.span, True) for v in index_ops]
-            value = self.element(vals, points, op.span, True)
+            where = [self.b.element(v, points, op.span, True) for v in index_ops]
+            value = self.b.element(vals, points, op.span, True)
 
             def store():
                 if marker is not None:
                     self._claim(op, marker, where)
-                self.out.append(Op("store", [dst] + where + [value], span=op.span))
+                self.b.out.append(Op("store", [dst] + where + [value], span=op.span))
                 return []
             if mask is None:
                 store()
             else:
-                self.when(self.element(mask, points, op.span, True), store)
+                self.when(self.b.element(mask, points, op.span, True), store)
 
         if lanes is None:
             write([])
             return
-        extents = [self.extent(lanes, a) for a in range(lanes.type.rank)]
-        self.loop_nest(extents, write, parallel=self.depth == 0)
+        extents = [self.b.extent(lanes, a) for a in range(lanes.type.rank)]
+        self.loop_nest(extents, write, parallel=self.b.depth == 0)
 
     def _claim(self, op: Op, marker: Value, where: list[Value]) -> None:
         """--sanitize=unique: mark the element; a second write to it fails the call (M4)."""
         dst = op.operands[0]
-        extents = [self.extent(dst, a) for a in range(dst.type.rank)]
+        extents = [self.b.extent(dst, a) for a in range(dst.type.rank)]
         flat = self._checked_flat(op, where, extents)
-        one = self.emit("const", [], [marker.type.dtype], {"value": 1}).result
-        old = self.emit("atomic_rmw", [marker] + where + [one], [marker.type.dtype],
+        one = self.b.emit("const", [], [marker.type.dtype], {"value": 1}).result
+        old = self.b.emit("atomic_rmw", [marker] + where + [one], [marker.type.dtype],
                         {"op": "exchange", "order": "relaxed"}, span=op.span).result
-        fresh = self.emit("cmp", [old, self.emit("const", [], [marker.type.dtype], {"value": 0}).result], [BOOL],
+        fresh = self.b.emit("cmp", [old, self.b.emit("const", [], [marker.type.dtype], {"value": 0}).result], [BOOL],
                           {"pred": "eq"}).result
-        name = _param_name(self.func, dst)
-        self.emit("assert_true", [fresh, flat], attrs={
+        name = _param_name(self.b.func, dst)
+        self.b.emit("assert_true", [fresh, flat], attrs={
             "what": f"unique sanitizer (M4): a scatter asserted unique=True writes element %lld (row-major) of "
                     f"'{name}' a second time", "rule": "M4", "code": "sanitizer"}, span=op.span)
 
     def when(self, cond: Value, build) -> None:
-        then = self._with_block([], build)
-        other = self._with_block([], lambda: [])
-        self.out.append(Op("if", [cond], [], None, [then, other]))
+        then = self.b.with_block([], build)
+        other = self.b.with_block([], lambda: [])
+        self.b.out.append(Op("if", [cond], [], None, [then, other]))
 
     def loop_nest(self, extents: list[Value], body, parallel: bool) -> None:
         if parallel:
-            self.parallel(extents, body)
+            self.b.parallel(extents, body)
             return
         points: list[Value] = []
 
@@ -217,26 +221,26 @@ class MemoryExpansion:
                 return []
             t = Value(INDEX, f"l{k}")
             points.append(t)
-            region = self._with_block([t], lambda: level(k + 1))
-            self.out.append(Op("for", [self.domain(extents[k])], [], None, [region]))
+            region = self.b.with_block([t], lambda: level(k + 1))
+            self.b.out.append(Op("for", [self.b.domain(extents[k])], [], None, [region]))
             return []
 
         level(0)
 
     def serial_for(self, count: Value, body) -> None:
         t = Value(INDEX, "t")
-        region = self._with_block([t], lambda: body(t) or [])
-        self.out.append(Op("for", [self.domain(count)], [], None, [region]))
+        region = self.b.with_block([t], lambda: body(t) or [])
+        self.b.out.append(Op("for", [self.b.domain(count)], [], None, [region]))
 
     # -- scatter_reduce (M5) ----------------------------------------------------------------------------------
     def combine(self, op: Op, acc: Value, item: Value) -> Value:
-        return self.apply(op.regions[0], [acc], [item])[0]
+        return self.b.apply(op.regions[0], [acc], [item])[0]
 
     def _scatter_reduce(self, op: Op) -> None:
         dst = op.operands[0]
         rank = dst.type.rank
         lanes = self._lanes(op, 1)
-        if self.depth or lanes is None:
+        if self.b.depth or lanes is None:
             self._scatter_reduce_lanes(op, lanes)
             return
         self._privatized(op, lanes)
@@ -244,27 +248,27 @@ class MemoryExpansion:
     def _lane_parts(self, op: Op, points: list[Value]):
         dst = op.operands[0]
         rank = dst.type.rank
-        where = [self.element(v, points, op.span, True) for v in op.operands[1:1 + rank]]
-        value = self.element(op.operands[1 + rank], points, op.span, True)
-        valid = self.element(op.operands[-1], points, op.span, True) if op.attrs.get("masked") else None
+        where = [self.b.element(v, points, op.span, True) for v in op.operands[1:1 + rank]]
+        value = self.b.element(op.operands[1 + rank], points, op.span, True)
+        valid = self.b.element(op.operands[-1], points, op.span, True) if op.attrs.get("masked") else None
         return where, value, valid
 
     def _scatter_reduce_lanes(self, op: Op, lanes: Value | None) -> None:
         """Each lane in order: an atomic read-modify-write into a tensor shared by the parallel
         points around, a plain one into a top-level or point-local tensor."""
         dst = op.operands[0]
-        shared = self.depth > 0 and not self._local(dst)
+        shared = self.b.depth > 0 and not self._local(dst)
 
         def lane(points):
             where, value, valid = self._lane_parts(op, points)
 
             def update():
                 if shared:
-                    self.emit("atomic_rmw", [dst] + where + [value], [dst.type.dtype],
+                    self.b.emit("atomic_rmw", [dst] + where + [value], [dst.type.dtype],
                               {"op": op.attrs["combine"], "order": "relaxed"}, span=op.span)
                 else:
-                    old = self.emit("load", [dst] + where, [dst.type.dtype], span=op.span).result
-                    self.out.append(Op("store", [dst] + where + [self.combine(op, old, value)], span=op.span))
+                    old = self.b.emit("load", [dst] + where, [dst.type.dtype], span=op.span).result
+                    self.b.out.append(Op("store", [dst] + where + [self.combine(op, old, value)], span=op.span))
                 return []
             if valid is None:
                 update()
@@ -274,47 +278,42 @@ class MemoryExpansion:
         if lanes is None:
             lane([])
             return
-        self.loop_nest([self.extent(lanes, a) for a in range(lanes.type.rank)], lane, parallel=False)
-
-    def _point_buffers(self) -> dict:
-        if not hasattr(self, "_buffer_depths"):
-            self._buffer_depths = {}
-        return self._buffer_depths
+        self.loop_nest([self.b.extent(lanes, a) for a in range(lanes.type.rank)], lane, parallel=False)
 
     def _local(self, tensor: Value) -> bool:
         """A buffer created inside the innermost enclosing parallel point (its own copy)."""
-        return self._point_buffers().get(id(tensor)) == self.depth
+        return self.point_buffers.get(id(tensor)) == self.b.depth
 
     def _privatized(self, op: Op, lanes: Value) -> None:
         dst = op.operands[0]
         rank = dst.type.rank
         dtype = dst.type.dtype
         identity = op.operands[2 + rank]
-        lane_extents = [self.extent(lanes, a) for a in range(lanes.type.rank)]
-        dst_extents = [self.extent(dst, a) for a in range(rank)]
-        n = self.product(lane_extents)
-        size = self.product(dst_extents)
+        lane_extents = [self.b.extent(lanes, a) for a in range(lanes.type.rank)]
+        dst_extents = [self.b.extent(dst, a) for a in range(rank)]
+        n = self.b.product(lane_extents)
+        size = self.b.product(dst_extents)
         block, blocks = self.private_blocks(n, size)
-        private = self.buffer(dtype, [blocks, size], op.span)
+        private = self.b.buffer(dtype, [blocks, size], op.span)
 
         def accumulate(points):
             (b,) = points
 
             def reset(t):
-                self.out.append(Op("store", [private, b, t, identity], attrs={"inbounds": [True, True]}))
+                self.b.out.append(Op("store", [private, b, t, identity], attrs={"inbounds": [True, True]}))
             self.serial_for(size, reset)
-            start = self.ix("mul", b, block)
-            count = self.ix("min", block, self.ix("sub", n, start))
+            start = self.b.ix("mul", b, block)
+            count = self.b.ix("min", block, self.b.ix("sub", n, start))
 
             def lane(t):
-                coords = self.unravel(self.ix("add", start, t), lane_extents)
+                coords = self.b.unravel(self.b.ix("add", start, t), lane_extents)
                 where, value, valid = self._lane_parts(op, coords)
 
                 def update():
                     flat = self._checked_flat(op, where, dst_extents)
-                    old = self.emit("load", [private, b, flat], [dtype], {"inbounds": [True, True]}).result
+                    old = self.b.emit("load", [private, b, flat], [dtype], {"inbounds": [True, True]}).result
                     new = self.combine(op, old, value)
-                    self.out.append(Op("store", [private, b, flat, new], attrs={"inbounds": [True, True]}))
+                    self.b.out.append(Op("store", [private, b, flat, new], attrs={"inbounds": [True, True]}))
                     return []
                 if valid is None:
                     update()
@@ -322,49 +321,49 @@ class MemoryExpansion:
                     self.when(valid, update)
             self.serial_for(count, lane)
 
-        self.parallel([blocks], accumulate, grain=1)
+        self.b.parallel([blocks], accumulate, grain=1)
 
         def merge(points):
             flat = self._flat(points, dst_extents)
-            start = self.emit("load", [dst] + list(points), [dtype], {"inbounds": [True] * rank}).result
+            start = self.b.emit("load", [dst] + list(points), [dtype], {"inbounds": [True] * rank}).result
             t, acc = Value(INDEX, "t"), Value(dtype, "acc")
 
             def step():  # strictly in block order: the grouping the interpreter defines
-                part = self.emit("load", [private, t, flat], [dtype], {"inbounds": [True, True]}).result
+                part = self.b.emit("load", [private, t, flat], [dtype], {"inbounds": [True, True]}).result
                 return [self.combine(op, acc, part)]
-            loop = Op("for", [self.domain(blocks), start], [dtype], None, [self._with_block([t, acc], step)])
-            self.out.append(loop)
+            loop = Op("for", [self.b.domain(blocks), start], [dtype], None, [self.b.with_block([t, acc], step)])
+            self.b.out.append(loop)
             total = loop.results[0]
-            self.out.append(Op("store", [dst] + list(points) + [total], attrs={"inbounds": [True] * rank}))
+            self.b.out.append(Op("store", [dst] + list(points) + [total], attrs={"inbounds": [True] * rank}))
 
-        self.parallel(dst_extents, merge)
+        self.b.parallel(dst_extents, merge)
 
     def private_blocks(self, n: Value, size: Value) -> tuple[Value, Value]:
         """interp_memory.privatized_blocks, as index arithmetic."""
-        c = self.c
-        per = self.ix("floordiv", self.ix("add", n, c(MAX_BLOCKS - 1)), c(MAX_BLOCKS))
-        block = self.ix("max", per, c(MIN_BLOCK))
-        blocks = self.ix("floordiv", self.ix("add", n, self.ix("sub", block, c(1))), block)
-        cap = self.ix("max", c(1), self.ix("floordiv", c(PRIVATE_LIMIT), self.ix("max", size, c(1))))
-        over = self.emit("cmp", [blocks, cap], [BOOL], {"pred": "gt"}).result
-        capped = self.ix("floordiv", self.ix("add", n, self.ix("sub", cap, c(1))), cap)
-        block = self.emit("select", [over, capped, block], [INDEX]).result
-        blocks = self.ix("floordiv", self.ix("add", n, self.ix("sub", block, c(1))), block)
+        c = self.b.c
+        per = self.b.ix("floordiv", self.b.ix("add", n, c(MAX_BLOCKS - 1)), c(MAX_BLOCKS))
+        block = self.b.ix("max", per, c(MIN_BLOCK))
+        blocks = self.b.ix("floordiv", self.b.ix("add", n, self.b.ix("sub", block, c(1))), block)
+        cap = self.b.ix("max", c(1), self.b.ix("floordiv", c(PRIVATE_LIMIT), self.b.ix("max", size, c(1))))
+        over = self.b.emit("cmp", [blocks, cap], [BOOL], {"pred": "gt"}).result
+        capped = self.b.ix("floordiv", self.b.ix("add", n, self.b.ix("sub", cap, c(1))), cap)
+        block = self.b.emit("select", [over, capped, block], [INDEX]).result
+        blocks = self.b.ix("floordiv", self.b.ix("add", n, self.b.ix("sub", block, c(1))), block)
         return block, blocks
 
     def _flat(self, coords: list[Value], extents: list[Value]) -> Value:
         flat = None
         for coord, extent in zip(coords, extents):
-            flat = coord if flat is None else self.ix("add", self.ix("mul", flat, extent), coord)
-        return flat if flat is not None else self.c(0)
+            flat = coord if flat is None else self.b.ix("add", self.b.ix("mul", flat, extent), coord)
+        return flat if flat is not None else self.b.c(0)
 
     def _checked_flat(self, op: Op, where: list[Value], extents: list[Value]) -> Value:
         """D5 for every index of a privatised lane, before anything of ``dst`` is written."""
-        name = _param_name(self.func, op.operands[0])
+        name = _param_name(self.b.func, op.operands[0])
         for axis, (index, extent) in enumerate(zip(where, extents)):
-            ok = self.emit("and", [self.emit("cmp", [index, self.c(0)], [BOOL], {"pred": "ge"}).result,
-                                   self.emit("cmp", [index, extent], [BOOL], {"pred": "lt"}).result], [BOOL]).result
-            self.emit("assert_true", [ok, index, extent], attrs={
+            ok = self.b.emit("and", [self.b.emit("cmp", [index, self.b.c(0)], [BOOL], {"pred": "ge"}).result,
+                                   self.b.emit("cmp", [index, extent], [BOOL], {"pred": "lt"}).result], [BOOL]).result
+            self.b.emit("assert_true", [ok, index, extent], attrs={
                 "what": f"index %lld is out of range [0, %lld) on axis {axis} of '{name}'", "rule": "D5",
                 "code": "bounds"}, span=op.span)
         return self._flat(where, extents)
@@ -372,13 +371,13 @@ class MemoryExpansion:
     # -- Philox4x32-10 (N1) ------------------------------------------------------------------------------------
     def philox_rounds(self, words: list[Value]) -> list[Value]:
         def const(value, dtype):
-            return self.emit("const", [], [dtype], {"value": value}).result
+            return self.b.emit("const", [], [dtype], {"value": value}).result
 
         def op(name, a, b, dtype=U32):
-            return self.emit(name, [a, b], [dtype]).result
+            return self.b.emit(name, [a, b], [dtype]).result
 
         def cast(v, dtype):
-            return self.emit("cast", [v], [dtype]).result
+            return self.b.emit("cast", [v], [dtype]).result
 
         k0, k1, c0, c1, c2, c3 = words
         m0, m1 = const(PHILOX_M[0], U64), const(PHILOX_M[1], U64)
@@ -402,19 +401,4 @@ def _param_name(func, value: Value) -> str:
     return value.hint or "buffer"
 
 
-# ---- to_physical: atomics (M6, A1, A2) --------------------------------------------------------------------------
-def lower_atomic(lowering, op: Op) -> list:
-    tensor = op.operands[0]
-    rank = tensor.type.rank
-    checks, offset = lowering.address(op, tensor, op.operands[1:1 + rank])
-    sym = lowering.tensors[id(tensor)]
-    values = [lowering.read(v) for v in op.operands[1 + rank:]]
-    kind = {"atomic_rmw": op.attrs.get("op"), "atomic_cas": "cas", "atomic_load": "load",
-            "atomic_store": "store"}[op.name]
-    expr = P.Atomic(sym.dtype, sym, offset, kind, op.attrs["order"], *values)
-    if op.results:
-        return checks + lowering.assign(op.result, expr)
-    return checks + [P.Assign(lowering.fresh("stored", sym.dtype), expr)]
-
-
-__all__ = ["MemoryExpansion", "MATERIALIZED", "ATOMIC_OPS", "lower_atomic", "exact_combine", "Block"]
+__all__ = ["MemoryExpansion", "MATERIALIZED", "exact_combine", "Block"]

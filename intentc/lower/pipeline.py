@@ -1,66 +1,175 @@
-"""The lowering pipeline, in order. Each step is a pass in ``passes/`` (one per file).
+"""The lowering pipeline: one ordered list of passes (``PASSES``), each in ``passes/`` (one per file).
 
-KIR -> KIR:        inline_helpers, expand_tensor_exprs, prove_bounds
-KIR -> physical:   to_physical
-physical -> same:  propagate_constants, specialize_unit_stride, schedule_parallel
+``lower()`` walks the list, runs each pass whose condition holds for the build's options,
+verifies the IR after it (KIR always; the physical program when verification is on, see
+``verify_each_requested``) and prints it when asked (``explain --print-after``).
+``docs/passes.md`` lists the passes as this list runs them.
 """
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from intentc.diagnostics import error
 from intentc.kir.core import Module
+from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
-from intentc.lower.passes import check_laws, check_unique
-from intentc.lower.passes import (expand_tensor_exprs, inline_helpers, keep_all_checks, propagate_constants,
-                                  prove_bounds, schedule_parallel, serialize_points, specialize_unit_stride,
-                                  to_physical)
-
-KIR_PASSES = [
-    ("inline_helpers", inline_helpers.run),
-    ("expand_tensor_exprs", expand_tensor_exprs.run),
-    ("prove_bounds", prove_bounds.run),
-]
-PHYSICAL_PASSES = [
-    ("propagate_constants", propagate_constants.run),
-    ("specialize_unit_stride", specialize_unit_stride.run),
-    ("schedule_parallel", schedule_parallel.run),
-]
-PASS_NAMES = [name for name, _ in KIR_PASSES] + ["to_physical"] + [name for name, _ in PHYSICAL_PASSES]
-
+from intentc.lower.passes import (check_laws, check_unique, expand_tensor_exprs, inline_helpers, keep_all_checks,
+                                  propagate_constants, prove_bounds, schedule_parallel, serialize_points,
+                                  specialize_unit_stride, to_physical)
 
 SANITIZERS = ("bounds", "order", "unique", "race", "laws")  # race: order and unique (driver.py)
 
+KIR, TO_PHYSICAL, PHYSICAL = "kir", "kir->physical", "physical"  # what a pass takes -> what it makes
 
-def lower(module: Module, verify_each: bool = True, print_after: str | None = None, log=None,
-          sanitize: frozenset = frozenset(), point_order: str | None = None) -> P.Program:
-    """Run every pass; verify KIR after each KIR pass; ``log(name, text)`` gets the IR
-    after the pass named ``print_after`` (or after every pass for ``"all"``).
+
+@dataclass(frozen=True)
+class Options:
+    """What a build asks of the lowering: ``sanitize`` (names from SANITIZERS) and
+    ``point_order`` (``"increasing"``/``"decreasing"``: parallel points run serially in that
+    order, the two bodies of an ``--sanitize=order`` build; None: parallel)."""
+    sanitize: frozenset = frozenset()
+    point_order: str | None = None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """When a pass runs: always (``option`` empty), or when ``option`` (``"sanitize"``: the
+    sanitizer ``value`` is on; ``"point_order"``: the order is ``value``) holds, or — with
+    ``negated`` — when it does not."""
+    option: str = ""
+    value: str = ""
+    negated: bool = False
+
+    def holds(self, options: Options) -> bool:
+        if not self.option:
+            return True
+        if self.option == "sanitize":
+            holds = self.value in options.sanitize
+        elif self.option == "point_order":
+            holds = options.point_order == self.value
+        else:
+            raise ValueError(f"unknown pass condition option '{self.option}'")
+        return holds != self.negated
+
+    def __str__(self) -> str:
+        if not self.option:
+            return "always"
+        text = f"--sanitize={self.value}" if self.option == "sanitize" else \
+            f"point order {self.value} (a --sanitize=order body)"
+        return f"without {text}" if self.negated else text
+
+
+ALWAYS = Condition()
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One pass of the pipeline: ``run`` takes the IR of ``stage``'s left side and returns
+    that of its right side (KIR -> KIR, KIR -> physical, physical -> physical)."""
+    name: str
+    stage: str
+    run: Callable
+    guarantee: str  # what holds after it (the pass file's docstring says more)
+    condition: Condition = ALWAYS
+    module: str = ""  # the file that holds it, for the docs (passes/<name>.py by default)
+
+    @property
+    def source(self) -> str:
+        return self.module or f"intentc/lower/passes/{self.name}.py"
+
+
+def _sanitizer(name: str, negated: bool = False) -> Condition:
+    return Condition("sanitize", name, negated)
+
+
+PASSES: tuple[Pass, ...] = (
+    Pass("check_unique", KIR, check_unique.run,
+         "every scatter asserted unique gets a zero-filled marker buffer; its expansion marks each written "
+         "element atomically and fails on a second write (M4)", _sanitizer("unique")),
+    Pass("check_laws", KIR, check_laws.run,
+         "every region_fold/region_scan names its helpers by role; its expansion first checks their laws "
+         "under several segmentations (R2, R6)", _sanitizer("laws")),
+    Pass("inline_helpers", KIR, inline_helpers.run, "no call remains in kernels"),
+    Pass("expand_tensor_exprs", KIR, expand_tensor_exprs.run,
+         "no tensor expression remains: each is computed element by element where it is read (P6); "
+         "structured and memory ops are loops over buffers or the outputs; returned tensors are result "
+         "parameters (S1)"),
+    Pass("prove_bounds", KIR, prove_bounds.run, "accesses proven in bounds by provenance carry inbounds (D5)",
+         _sanitizer("bounds", negated=True)),
+    Pass("keep_all_checks", KIR, keep_all_checks.run, "no access carries inbounds: every one is checked (D5)",
+         _sanitizer("bounds")),
+    Pass("to_physical", TO_PHYSICAL, to_physical.run,
+         "the loop program: variables, ordinal loops, explicit addresses and checks; tile and lane-chain ops "
+         "become register-tiled loop nests"),
+    Pass("propagate_constants", PHYSICAL, propagate_constants.run,
+         "variables assigned one constant are replaced by it (unit steps become literal)"),
+    Pass("specialize_unit_stride", PHYSICAL, specialize_unit_stride.run,
+         "each parallel nest has a contiguous fast path and a strided general path"),
+    Pass("schedule_parallel", PHYSICAL, schedule_parallel.run,
+         "each parallel loop has a grain that depends on the problem size only"),
+    Pass("serialize_points", PHYSICAL, serialize_points.run_increasing,
+         "parallel loops run their points serially, in increasing order (P1)", Condition("point_order", "increasing")),
+    Pass("serialize_points_reversed", PHYSICAL, serialize_points.run_decreasing,
+         "parallel loops run their points serially, in decreasing order (P1)", Condition("point_order", "decreasing"),
+         "intentc/lower/passes/serialize_points.py"),
+)
+PASS_NAMES = [p.name for p in PASSES]
+KIR_PASSES = [(p.name, p.run) for p in PASSES if p.stage == KIR]  # every KIR -> KIR pass, by name
+PHYSICAL_PASSES = [(p.name, p.run) for p in PASSES if p.stage == PHYSICAL]
+
+# The physical program's verifier (``verify_program(program)``, raising on a malformed
+# program), run after every pass that makes or changes one when verification is on.
+PHYSICAL_VERIFIER: Callable[[P.Program], None] | None = None
+
+VERIFY_EACH_ENV = "INTENTC_VERIFY_EACH"
+
+
+def pass_table() -> str:
+    """PASSES as a Markdown table, in the order they run (``docs/passes.md`` holds it)."""
+    rows = ["| pass | stage | runs | file | guarantee |", "|---|---|---|---|---|"]
+    for entry in PASSES:
+        rows.append(f"| `{entry.name}` | {entry.stage} | {entry.condition} | `{entry.source}` | {entry.guarantee} |")
+    return "\n".join(rows) + "\n"
+
+
+def verify_each_requested() -> bool:
+    """Whether the debug verification of every pass's output is on for this process
+    (``INTENTC_VERIFY_EACH=1``; ``intentc build/explain --verify-each`` set it)."""
+    return os.environ.get(VERIFY_EACH_ENV, "") not in ("", "0")
+
+
+def lower(module: Module, verify_each: bool | None = None, print_after: str | None = None, log=None,
+          sanitize: frozenset = frozenset(), point_order: str | None = None,
+          physical_verifier: Callable[[P.Program], None] | None = None) -> P.Program:
+    """Run the passes of PASSES whose conditions hold, in order, and return the physical program.
+
+    The KIR verifier runs after every KIR pass, always (it changes nothing). With
+    ``verify_each`` (default: ``verify_each_requested()``) the physical verifier
+    (``physical_verifier``, default PHYSICAL_VERIFIER) runs after every physical pass.
+    ``log(name, text)`` gets the IR after the pass named ``print_after`` (or after every pass
+    for ``"all"``).
 
     ``sanitize``: ``"bounds"`` keeps every bounds check (no proof removes one); ``"unique"``
-    checks scatters asserted unique; ``"laws"`` checks the laws of region helpers (R2, R6).
-    ``point_order``: ``"increasing"`` or ``"decreasing"`` runs parallel points serially in
-    that order (the two bodies of an ``--sanitize=order`` build)."""
-    from intentc.kir.printer import print_module
-
-    if "unique" in sanitize:  # scatters asserted unique are checked at run time (M4)
-        module = check_unique.run(module)
-    if "laws" in sanitize:  # region ops check their helpers' laws at run time (R2, R6; region_laws.py)
-        module = check_laws.run(module)
-    for name, run in KIR_PASSES:
-        if name == "prove_bounds" and "bounds" in sanitize:
-            module = keep_all_checks.run(module)
+    checks scatters asserted unique (M4); ``"laws"`` checks the laws of region helpers (R2, R6).
+    ``point_order``: see ``Options``."""
+    if print_after not in (None, "all", *PASS_NAMES):
+        raise error(f"unknown lowering pass '{print_after}'", hint="passes: " + ", ".join(PASS_NAMES) + ", all")
+    options = Options(frozenset(sanitize), point_order)
+    if verify_each is None:
+        verify_each = verify_each_requested()
+    verify_physical = (physical_verifier or PHYSICAL_VERIFIER) if verify_each else None
+    ir = module
+    for entry in PASSES:
+        if not entry.condition.holds(options):
             continue
-        module = run(module)
-        if verify_each:
-            verify_module(module)
-        if log and print_after in (name, "all"):
-            log(name, print_module(module))
-    program = to_physical.run(module)
-    if log and print_after in ("to_physical", "all"):
-        log("to_physical", P.format_program(program))
-    for name, run in PHYSICAL_PASSES:
-        program = run(program)
-        if log and print_after in (name, "all"):
-            log(name, P.format_program(program))
-    if point_order is not None:
-        program = serialize_points.run(program, reverse=point_order == "decreasing")
-    return program
+        ir = entry.run(ir)
+        if entry.stage == KIR:
+            verify_module(ir)
+        elif verify_physical is not None:
+            verify_physical(ir)
+        if log and print_after in (entry.name, "all"):
+            log(entry.name, print_module(ir) if entry.stage == KIR else P.format_program(ir))
+    return ir

@@ -1,6 +1,6 @@
 """The run-time checks of ``--sanitize=laws``: region helpers must obey their laws (R2, R6, R7).
 
-``check_region_laws(expander, op)`` is called by ``structured_expansion`` at the start of
+``check_region_laws(regions, op)`` is called by ``region_lowering`` at the start of
 ``materialize_region_fold`` / ``materialize_region_scan`` for an op the ``check_laws``
 pass marked. It emits, where the op stands (at the top of a kernel or inside a parallel
 point), code that runs *before* the op's own evaluation, serially and in a fixed order,
@@ -61,18 +61,20 @@ MULTIPLIER = 48271
 F64, U64 = DTYPES["f64"], DTYPES["u64"]
 
 
-def check_region_laws(expander, op: Op) -> None:
-    """Emit the law checks of the marked region op ``op`` at the expander's insertion point."""
-    expander.depth += 1  # serial code: helpers expand as in a parallel point's segment
+def check_region_laws(regions, op: Op) -> None:
+    """Emit the law checks of the marked region op ``op`` at the builder's insertion point
+    (``regions``: the ``RegionExpansion`` that inlines and slices the helpers)."""
+    regions.b.depth += 1  # serial code: helpers expand as in a parallel point's segment
     try:
-        _Laws(expander, op).run()
+        _Laws(regions, op).run()
     finally:
-        expander.depth -= 1
+        regions.b.depth -= 1
 
 
 class _Laws:
-    def __init__(self, x, op: Op):
-        self.x, self.op = x, op
+    def __init__(self, regions, op: Op):
+        self.x, self.op = regions.b, op  # the kernel's builder
+        self.inline_region, self.segment_views = regions.inline_region, regions.segment_views
         n_comp = op.attrs["ncomp"]
         self.domain = op.operands[0]
         self.comps = op.operands[1:1 + n_comp]
@@ -107,10 +109,10 @@ class _Laws:
         return self.emit("const", [], dtype, {"value": value})
 
     def call(self, role: str, args: list[Value]) -> list[Value]:
-        return self.x.inline_region(self.regions[role], list(args))
+        return self.inline_region(self.regions[role], list(args))
 
     def summarize(self, start: Value, stop: Value) -> list[Value]:
-        return self.call("summarize", self.x.segment_views(self.comps, start, stop))
+        return self.call("summarize", self.segment_views(self.comps, start, stop))
 
     def loop(self, count: Value, body) -> None:
         """An ordered loop over t in [0, count); ``body(t)`` emits its ops."""
@@ -120,13 +122,13 @@ class _Laws:
             body(t)
             return []
 
-        region = self.x._with_block([t], build)
+        region = self.x.with_block([t], build)
         self.x.out.append(Op("for", [self.x.domain(count)], [], None, [region]))
 
     def carried_loop(self, count: Value, start: Value, step) -> Value:
         """An ordered loop over t in [0, count) carrying one value: ``step(t, value)`` gives the next."""
         t, carried = Value(INDEX, "t"), Value(start.type, "m")
-        region = self.x._with_block([t, carried], lambda: [step(t, carried)])
+        region = self.x.with_block([t, carried], lambda: [step(t, carried)])
         loop = Op("for", [self.x.domain(count), start], [start.type], None, [region])
         self.x.out.append(loop)
         return loop.results[0]
@@ -256,9 +258,9 @@ class _Laws:
         the tolerance scaled by the largest magnitude among every output member on both sides
         and the two states)."""
         x = self.x
-        whole = self.call("emit", x.segment_views(self.comps, a, c) + init)
-        first = self.call("emit", x.segment_views(self.comps, a, b) + init)
-        second = self.call("emit", x.segment_views(self.comps, b, c) + after_a)
+        whole = self.call("emit", self.segment_views(self.comps, a, c) + init)
+        first = self.call("emit", self.segment_views(self.comps, a, b) + init)
+        second = self.call("emit", self.segment_views(self.comps, b, c) + after_a)
         emit_name = _escape(self.helpers("emit"))
         names = _escape(self.helpers("summarize", "apply", "emit"))
         outputs = [(k, pieces) for k, pieces in enumerate(zip(whole, first, second))

@@ -9,7 +9,7 @@ import pytest
 
 import intentc
 from intentc.kir.interp_structured import LawViolation
-from intentc.lower.structured_expansion import CHAIN_SEGMENT, GROUP_CHAINS, WINDOW_GROUPS
+from intentc.lower.region_lowering import CHAIN_SEGMENT, GROUP_CHAINS, WINDOW_GROUPS
 from region_programs import AFFINE_AND_RUNNING_MAX  # tests/e2e/region_programs.py
 
 SOURCE = """
@@ -211,7 +211,7 @@ def test_laws_sanitizer_flags_a_selective_scan_apply_without_the_decay():
     assert "R6" in str(info.value) and "step_apply" in str(info.value)
 
 
-# ---- the chained lowering of seeded scans (structured_expansion: CHAIN_SEGMENT, SCAN_CHAINS) ----
+# ---- the chained lowering of seeded scans (region_lowering: CHAIN_SEGMENT, SCAN_CHAINS) ----
 CHAINED = """
 import intent as I
 
@@ -372,18 +372,18 @@ def test_chained_emit_is_used_for_seeded_scans(monkeypatch):
     """Which region scans take the chained lowering: a seeded emit chains its scans, a plain
     reduce summary chains its folds; the others are emitted one slice at a time."""
     from intentc.driver import frontend
-    from intentc.lower import structured_expansion as se
+    from intentc.lower import region_lowering as se
     from intentc.lower.pipeline import lower
 
     calls = []
     for name in ("chained_summaries", "chained_segments"):
-        original = getattr(se.StructuredExpansion, name)
+        original = getattr(se.RegionExpansion, name)
 
         def spy(self, *args, _original=original, _name=name, **kwargs):
-            calls.append((self.func.name, _name))
+            calls.append((self.b.func.name, _name))
             return _original(self, *args, **kwargs)
 
-        monkeypatch.setattr(se.StructuredExpansion, name, spy)
+        monkeypatch.setattr(se.RegionExpansion, name, spy)
     monkeypatch.setattr(se, "_plain_reduce", lambda block, _f=se._plain_reduce: calls.append(
         ("plain", _f(block) is not None)) or _f(block))
     lower(frontend(CHAINED, "chained.intent"))

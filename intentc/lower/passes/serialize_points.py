@@ -19,6 +19,16 @@ from intentc.lower import program as P
 _fresh = itertools.count()
 
 
+def run_increasing(program: P.Program) -> P.Program:
+    """Every parallel loop's points in increasing order."""
+    return run(program, reverse=False)
+
+
+def run_decreasing(program: P.Program) -> P.Program:
+    """Every parallel loop's points in decreasing order."""
+    return run(program, reverse=True)
+
+
 def run(program: P.Program, reverse: bool) -> P.Program:
     return replace(program, kernels=tuple(replace(k, body=_stmts(k.body, reverse)) for k in program.kernels))
 

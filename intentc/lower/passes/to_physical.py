@@ -23,11 +23,12 @@ import itertools
 from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
-from intentc.lower.contract_lowering import lower_contract_tiles
+from intentc.lower.contract_tiles import lower_contract_tiles
 from intentc.lower.lane_lowering import lower_lane_chains
-from intentc.lower.memory_lowering import ATOMIC_OPS, lower_atomic
-from intentc.lower.scaled_lowering import lower_scaled_tiles
-from intentc.lower.sparse_lowering import lower_sparse_tiles
+from intentc.lower.scaled_tiles import lower_scaled_tiles
+from intentc.lower.sparse_tiles import lower_sparse_tiles
+
+ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
 
 FOLD_CHAINS = 8  # independent chains of an ordered fold (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
@@ -154,9 +155,9 @@ class _KernelLowering:
             return self.parallel_op(op)
         if name == "fold":
             return self.fold_op(op)
-        if name == "scaled_tiles":  # T4: scaled_lowering.py
+        if name == "scaled_tiles":  # T4: scaled_tiles.py
             return lower_scaled_tiles(self, op)
-        if name in ("sparse24_tiles", "csr_tiles"):  # T5: sparse_lowering.py
+        if name in ("sparse24_tiles", "csr_tiles"):  # T5: sparse_tiles.py
             return lower_sparse_tiles(self, op)
         if name == "contract_tiles":  # T3: the register-tiled loop nest
             return lower_contract_tiles(self, op)
@@ -383,3 +384,19 @@ class _KernelLowering:
             grain = P.Const(INDEX, op.attrs["grain"]) if kind == "parallel" and "grain" in op.attrs else None
             stmts = (P.Loop(ordinals[depth], self.domains[id(domain)][3], (point,) + stmts, kind, grain),)
         return list(stmts)
+
+
+def lower_atomic(lowering, op: Op) -> list:
+    """An atomic op (M6, A1, A2): a ``program.Atomic`` expression on the element's address,
+    after the element's bounds checks."""
+    tensor = op.operands[0]
+    rank = tensor.type.rank
+    checks, offset = lowering.address(op, tensor, op.operands[1:1 + rank])
+    sym = lowering.tensors[id(tensor)]
+    values = [lowering.read(v) for v in op.operands[1 + rank:]]
+    kind = {"atomic_rmw": op.attrs.get("op"), "atomic_cas": "cas", "atomic_load": "load",
+            "atomic_store": "store"}[op.name]
+    expr = P.Atomic(sym.dtype, sym, offset, kind, op.attrs["order"], *values)
+    if op.results:
+        return checks + lowering.assign(op.result, expr)
+    return checks + [P.Assign(lowering.fresh("stored", sym.dtype), expr)]
