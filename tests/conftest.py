@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,10 @@ if importlib.util.find_spec("intentc") is None:  # a source checkout that is not
     sys.path.insert(0, str(REPO))
 
 import intentc  # noqa: E402
+
+# Every test verifies the IR after every lowering pass, the physical program included
+# (docs/architecture.md); normal builds verify the physical program only under --verify-each.
+os.environ.setdefault("INTENTC_VERIFY_EACH", "1")
 
 # The ULP bound between the compiled code's libm and the interpreter's C pow for float **
 # (docs/testing.md). Every other float operation must match bit for bit: exp, log and tanh

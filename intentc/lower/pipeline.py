@@ -16,6 +16,7 @@ from intentc.kir.core import Module
 from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
+from intentc.lower.physical_verifier import verify_program
 from intentc.lower.passes import (check_laws, check_unique, expand_tensor_exprs, inline_helpers, keep_all_checks,
                                   propagate_constants, prove_bounds, schedule_parallel, serialize_points,
                                   specialize_unit_stride, to_physical)
@@ -120,9 +121,15 @@ PASS_NAMES = [p.name for p in PASSES]
 KIR_PASSES = [(p.name, p.run) for p in PASSES if p.stage == KIR]  # every KIR -> KIR pass, by name
 PHYSICAL_PASSES = [(p.name, p.run) for p in PASSES if p.stage == PHYSICAL]
 
+
+def passes_for(options: Options = Options(), stage: str | None = None) -> list[Pass]:
+    """The entries of PASSES that a build with ``options`` runs, in order (of one ``stage``
+    when given): ``passes_for(stage=KIR)`` are a default build's KIR passes."""
+    return [p for p in PASSES if p.condition.holds(options) and (stage is None or p.stage == stage)]
+
 # The physical program's verifier (``verify_program(program)``, raising on a malformed
 # program), run after every pass that makes or changes one when verification is on.
-PHYSICAL_VERIFIER: Callable[[P.Program], None] | None = None
+PHYSICAL_VERIFIER: Callable[[P.Program], None] | None = verify_program
 
 VERIFY_EACH_ENV = "INTENTC_VERIFY_EACH"
 

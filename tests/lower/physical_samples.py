@@ -26,13 +26,13 @@ def stages(source: Path, laws: bool = False) -> tuple[tuple[str, P.Program], ...
     module = frontend(read_source(source), path)
     if laws:
         module = check_laws.run(module)
-    for _, run in pipeline.KIR_PASSES:
-        module = run(module)
+    for entry in pipeline.passes_for(stage=pipeline.KIR):
+        module = entry.run(module)
     program = to_physical.run(module)
     out = [("to_physical", program)]
-    for name, run in pipeline.PHYSICAL_PASSES:
-        program = run(program)
-        out.append((name, program))
+    for entry in pipeline.passes_for(stage=pipeline.PHYSICAL):
+        program = entry.run(program)
+        out.append((entry.name, program))
     for reverse in (False, True):
         out.append((f"serialize_points(reverse={reverse})", serialize_points.run(program, reverse=reverse)))
     return tuple(out)

@@ -53,8 +53,8 @@ def lower(path: Path) -> str:
     if path.suffix == ".intent":
         assert names[0] == "to_physical", "an Intent source starts at to_physical"
         module = frontend(text, path.name)
-        for _, run in pipeline.KIR_PASSES:
-            module = run(module)
+        for entry in pipeline.passes_for(stage=pipeline.KIR):
+            module = entry.run(module)
         program = to_physical.run(module)
         names = names[1:]
     else:
