@@ -136,6 +136,7 @@ SIZES = {
     # at least one full group of lane chains (lane_lowering: LANES chains of CHAIN_SEGMENT members)
     "linear_recurrence": {"N": 8 * (4096 + 32) + 37},
     "final_state": {"N": 8 * (4096 + 32) + 37},
+    "broadcast_add": {"M": 5, "N": 7, "P": 1, "Q": 7},  # b broadcasts along M (S2)
     "csr_spmm": {"R1": 9, "K": 7, "N": 19},
     "sparse24_matmul": {"M": 7, "Q": 3, "N": 37},
     "mxfp8_matmul": {"M": 9, "G": 2, "N": 35},
