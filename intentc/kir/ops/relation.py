@@ -13,6 +13,7 @@ from intentc.kir.ops.definition import (BOOL_T, CHECK, DOMAIN_T, INDEX_T, INT_A,
 from intentc.kir.types import DTYPES, INDEX, TensorType, element_dtype
 
 VIEW_AXES = ("fix", "range")
+CHECK_CODES = ("bounds", "domain", "shape", "sanitizer")  # the status an assert_true fails with
 
 
 def _check_axis(op: Op) -> None:
@@ -111,8 +112,10 @@ OPS = declare(
           results=(Operand("result", INDEX_T),), attrs={"what": Attr(STR_A)}, effects=CHECK),
     OpDef("assert_eq", "relation", operands=(Operand("a", INDEX_T), Operand("b", INDEX_T)), attrs=_MESSAGE,
           effects=CHECK),
-    # assert_true(cond, args...) {what, rule, code}: fail unless cond; ``what`` formats the args
-    # (printf: %lld/%llu for index values, %g and the like for f64 ones)
+    # assert_true(cond, args...) {what, rule, code?}: fail unless cond; ``what`` formats the args
+    # (printf: %lld/%llu for index values, %g and the like for f64 ones); ``code`` names the
+    # status (bounds, domain, sanitizer; without it: shape)
     OpDef("assert_true", "relation", operands=(Operand("cond", BOOL_T), many("args")),
-          attrs={**_MESSAGE, "code": Attr(STR_A)}, effects=CHECK, check=_check_assert_true),
+          attrs={**_MESSAGE, "code": optional(one_of("a status", CHECK_CODES))}, effects=CHECK,
+          check=_check_assert_true),
 )
