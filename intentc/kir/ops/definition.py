@@ -91,7 +91,9 @@ DICT_A = AttrConstraint("an object", lambda v: isinstance(v, dict))
 
 
 def list_of(item: AttrConstraint) -> AttrConstraint:
-    return AttrConstraint(f"a list, each item {item.what}", lambda v: isinstance(v, list) and all(item.holds(x) for x in v))
+    """A JSON list (a tuple built in memory prints as one too)."""
+    return AttrConstraint(f"a list, each item {item.what}",
+                          lambda v: isinstance(v, (list, tuple)) and all(item.holds(x) for x in v))
 
 
 def either(*choices: AttrConstraint) -> AttrConstraint:
