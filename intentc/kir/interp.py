@@ -1175,6 +1175,10 @@ from intentc.kir.interp_scaled import HANDLERS as _SCALED_HANDLERS  # noqa: E402
 
 _HANDLERS.update(_SCALED_HANDLERS)  # scaled_contract (T4), sparse_contract (T5)
 
+from intentc.kir.interp_lowered import HANDLERS as _LOWERED_HANDLERS  # noqa: E402
+
+_HANDLERS.update(_LOWERED_HANDLERS)  # the ops only lowering builds (contract_tiles, lane_chains, ...)
+
 
 def _order_sanitized(module, kernel: str, args, out, kwargs, seed: int):
     """The order sanitizer: run with parallel points forward, reversed and shuffled, from the

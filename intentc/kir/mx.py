@@ -248,8 +248,18 @@ def unpack_f4(packed: np.ndarray, count: int) -> np.ndarray:
 # ---- I.cast in the interpreter -----------------------------------------------------------------------
 def cast(value, src, dst):
     """``I.cast`` with an MX side: ``value`` is an ml_dtypes scalar/array (MX source) or an
-    f32 scalar/array; the result is an ml_dtypes scalar/array (MX target) or f32/f64."""
+    f32 scalar/array; the result is an ml_dtypes scalar/array (MX target) or f32/f64.
+
+    Between a code and an integer (only lowering builds these casts, for its tables of code
+    values) the cast moves the code's bits, as the compiled code does (``codegen/mx_llvm.py``):
+    an integer's low byte becomes the code, a code zero-extends to the integer."""
     scalar = np.ndim(value) == 0
+    if src.kind in _INTEGER and dst.kind == "mx":  # the lowering's code tables: a code from its bits
+        out = to_numpy(np.atleast_1d(np.asarray(value).astype(np.int64) & 0xFF), dst.name)
+        return out[0] if scalar else out.reshape(np.shape(value))
+    if src.kind == "mx" and dst.kind in _INTEGER:  # a code's bits, zero-extended
+        bits = codes(np.atleast_1d(value)).astype(np.int64)
+        return int(bits[0]) if scalar else bits.reshape(np.shape(value)).astype(_numpy_int(dst))
     if src.kind == "mx":
         values = decode(codes(value), src.name)
         if dst.kind == "mx":
@@ -258,6 +268,13 @@ def cast(value, src, dst):
         return result[()] if scalar else result
     out = to_numpy(np.atleast_1d(encode(value, dst.name)), dst.name)
     return out[0] if scalar else out.reshape(np.shape(value))
+
+
+_INTEGER = ("int", "uint", "index")
+
+
+def _numpy_int(dtype) -> np.dtype:
+    return np.dtype(("int" if dtype.kind != "uint" else "uint") + str(dtype.bits))
 
 
 class _F32Type:
