@@ -30,7 +30,8 @@ expression on the element's address, after the element's bounds checks.
 from __future__ import annotations
 
 from intentc.kir.core import Block, Op, Value
-from intentc.kir.interp_memory import MAX_BLOCKS, MIN_BLOCK, PHILOX_M, PHILOX_W, PRIVATE_LIMIT, ROUNDS, exact_combine
+from intentc.base.blocking import MAX_BLOCKS, MIN_BLOCK, PRIVATE_LIMIT, exact_combine
+from intentc.base.philox import PHILOX_M, PHILOX_W, ROUNDS
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.lower import program as P
 
@@ -340,7 +341,7 @@ class MemoryExpansion:
         self.parallel(dst_extents, merge)
 
     def private_blocks(self, n: Value, size: Value) -> tuple[Value, Value]:
-        """interp_memory.privatized_blocks, as index arithmetic."""
+        """base/blocking.privatized_blocks, as index arithmetic."""
         c = self.c
         per = self.ix("floordiv", self.ix("add", n, c(MAX_BLOCKS - 1)), c(MAX_BLOCKS))
         block = self.ix("max", per, c(MIN_BLOCK))
