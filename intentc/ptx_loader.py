@@ -2,8 +2,9 @@
 
 It follows only ``K.ptx.json`` (docs/ptx-abi.md); from intentc it takes only the status
 codes and ``KernelError`` (``intentc/base/status.py``), the extent expressions
-(``intentc/kir/extents.py``) and the packing of f4e2m1 arguments (``intentc/loader.py``). It needs NumPy and either ``cuda-python`` (the CUDA driver API; the ``gpu``
-extra) or CuPy, and a GPU.
+(``intentc/kir/extents.py``) and the packing of f4e2m1 arguments (``intentc/loader.py``).
+It needs NumPy and either ``cuda-python`` (the CUDA driver API; the ``gpu`` extra) or
+CuPy, and a GPU.
 
     from intentc import ptx_loader
     mod = ptx_loader.load("saxpy.ptx")          # reads saxpy.ptx.json beside it
@@ -303,8 +304,6 @@ def _numpy_dtype(name: str):
 
 
 def _check_tensor(array, p: dict, kernel: str):
-    import numpy as np
-
     if array.ndim != p["rank"]:
         raise KernelError(E_RANK, f"{kernel}: parameter '{p['name']}' has {array.ndim} dimensions but the kernel "
                               f"expects {p['rank']}")

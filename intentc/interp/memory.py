@@ -15,7 +15,8 @@ and ``SANITIZED``); the op forms are documented in ``intentc/kir/ops_memory.py``
   every target and thread count (``intentc/base/blocking.py``): the lanes are cut into
   ``privatized_blocks(n, size(dst))`` consecutive blocks; block ``b`` folds its lanes in
   order into a private copy of ``dst`` that starts at the identity; then every element of
-  ``dst`` is combined with the private copies in block order: ``dst[j] = combine(...combine(dst[j], p_0[j])..., p_{B-1}[j])``.
+  ``dst`` is combined with the private copies in block order:
+  ``dst[j] = combine(...combine(dst[j], p_0[j])..., p_{B-1}[j])``.
 - ``atomic_rmw/cas/load/store`` act on one element and return the old value (M6); the
   interpreter runs points one at a time, so every order is sequentially consistent.
 - ``philox`` is Philox4x32-10 (Random123): ten rounds of two 32x32->64 multiplies with the

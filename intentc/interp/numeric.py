@@ -38,8 +38,8 @@ Numeric rules (one meaning on every target; the compiled code implements the sam
       nearest even, saturating where the format has no infinity).
     - ``exp``, ``log`` and ``tanh`` are intentc's own functions
       (``intentc/base/elementary.py``), run with NumPy one IEEE operation at a time
-      (``mathfuncs.py``): the same bits as the compiled code on every target. ``sqrt`` uses NumPy and
-      is correctly rounded everywhere; float ``**`` is C's ``pow`` in double precision
+      (``mathfuncs.py``): the same bits as the compiled code on every target. ``sqrt``
+      uses NumPy and is correctly rounded everywhere; float ``**`` is C's ``pow`` in double precision
       rounded to the dtype and may differ from the compiled code's libm by the ULP bound
       in ``docs/testing.md``.
 """

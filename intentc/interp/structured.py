@@ -21,7 +21,6 @@ largest magnitude among the law's values (at least 1): laws hold only up to roun
 """
 from __future__ import annotations
 
-import math
 import random
 
 import numpy as np
