@@ -392,3 +392,4 @@ for _name in ("neg", "not", "abs", "exp", "log", "sqrt", "tanh"):
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     HANDLERS[_name] = _op_dom_query
 HANDLERS["contract"] = _op_contract
+HANDLERS["histogram"] = _op_histogram
