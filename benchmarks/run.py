@@ -866,7 +866,7 @@ def philox(n: int, tools: Tools):
     c.add("intentc", intent)
     c.add("Numba parallel (chunks)", numba_parallel)
     c.add(C_LABEL, c_omp)
-    from intentc.kir.interp_memory import philox4x32
+    from intentc.interp.memory import philox4x32
 
     i = np.arange(counters, dtype=np.uint64)
     zero = np.zeros(counters, np.uint32)

@@ -81,9 +81,9 @@ def packed_call(kernel, arrays: list, out: np.ndarray):
 
 
 def _dlpack(dtype) -> tuple[int, int]:
-    from intentc.loader import _dlpack_of
+    from intentc.kir.calling import dlpack_of
 
-    return _dlpack_of(dtype)
+    return dlpack_of(dtype)
 
 
 def time_rounds(calls: dict, repeats: int) -> dict:

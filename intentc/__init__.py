@@ -8,12 +8,16 @@ __all__ = ["__version__", "load", "interpret", "KernelError", "CompileError"]
 
 def __getattr__(name):
     # Lazy so that `import intentc` stays cheap and no stage imports a later one.
-    if name in ("load", "KernelError"):
-        from intentc import loader
+    if name == "load":
+        from intentc.loader import load
 
-        return getattr(loader, name)
+        return load
+    if name == "KernelError":
+        from intentc.base.status import KernelError
+
+        return KernelError
     if name == "interpret":
-        from intentc.kir.interp import interpret
+        from intentc.driver import interpret
 
         return interpret
     if name == "CompileError":

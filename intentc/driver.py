@@ -1,6 +1,8 @@
-"""One function from source to artifacts: parse -> sema -> KIR -> lower -> LLVM -> files."""
+"""From source to artifacts (parse -> sema -> KIR -> lower -> LLVM -> files), and from
+source to the reference interpreter (``interpret``)."""
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from dataclasses import dataclass
@@ -42,6 +44,49 @@ def frontend(text: str, path: str) -> Module:
         raise error(f"internal error: the compiler built invalid KIR: {exc}",
                     hint="please report this with the source file") from None
     return module
+
+
+@functools.lru_cache(maxsize=128)
+def _cached_frontend(text: str, path: str) -> Module:
+    return frontend(text, path)
+
+
+def load_module(source_or_path) -> Module:
+    """A KIR module from source text, a ``.intent`` path, or a ``Module`` as is."""
+    if isinstance(source_or_path, Module):
+        return source_or_path
+    if isinstance(source_or_path, Path):
+        source_or_path = str(source_or_path)
+    if not isinstance(source_or_path, str):
+        raise TypeError(f"expected Intent source text or a path, got {type(source_or_path).__name__}")
+    if "\n" in source_or_path or not source_or_path.endswith(".intent"):
+        return _cached_frontend(source_or_path, "<source>.intent")
+    return _cached_frontend(read_source(source_or_path), source_or_path)
+
+
+def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str = "forward", seed: int = 0,
+              sanitize: str | None = None, **kwargs):
+    """Run ``kernel`` of an Intent program in the reference interpreter (``intentc/interp/``).
+
+    ``source_or_path`` is source text (a string with a newline, or not ending in
+    ``.intent``), a path to a ``.intent`` file, or a KIR ``Module``. Arguments, ``out=``,
+    returned tensors and ``KernelError``s follow the calling convention of a kernel loaded
+    with ``intentc.load``: read-only inputs are never written, ``mut`` parameters are
+    written in place, returned tensors are new arrays shaped by the declared extents.
+    ``parallel_order`` ("forward", "reverse" or "shuffle" with ``seed``) picks the order in
+    which ``parallel`` points run. ``sanitize="laws"`` checks the laws of every region op
+    under random segmentations (``intentc.interp.LawViolation``); ``sanitize="order"``
+    compares every order of points (INTENT_E_SANITIZER); ``sanitize="race"`` reports
+    conflicting accesses of two parallel points (``intentc.interp.RaceError``, P3) and
+    ``sanitize="unique"`` a ``unique=True`` scatter that writes one element twice
+    (``intentc.interp.UniqueViolation``, M4); ``"race,unique"`` does both. (A kernel whose
+    parameters are named ``parallel_order``, ``seed`` or ``sanitize`` can be run with
+    ``intentc.interp.Interpreter(module).call(...)``.)
+    """
+    from intentc.interp import interpret_module
+
+    return interpret_module(load_module(source_or_path), kernel, *args, out=out, parallel_order=parallel_order,
+                            seed=seed, sanitize=sanitize, **kwargs)
 
 
 def _too_deep() -> CompileError:

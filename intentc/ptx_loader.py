@@ -1,9 +1,10 @@
 """A small reference loader for ``intentc build --target sm_XX -o K.ptx`` output.
 
-It follows only ``K.ptx.json`` (docs/ptx-abi.md) and imports nothing else from intentc,
-so it can be copied next to a ``.ptx``/``.ptx.json`` pair and used without intentc
-installed. It needs NumPy and either ``cuda-python`` (the CUDA driver API; the ``gpu``
-extra) or CuPy, and a GPU.
+It follows only ``K.ptx.json`` (docs/ptx-abi.md); from intentc it takes only the status
+codes and ``KernelError`` (``intentc/base/status.py``), the extent expressions
+(``intentc/kir/extents.py``) and the packing of f4e2m1 arguments (``intentc/loader.py``).
+It needs NumPy and either ``cuda-python`` (the CUDA driver API; the ``gpu`` extra) or
+CuPy, and a GPU.
 
     from intentc import ptx_loader
     mod = ptx_loader.load("saxpy.ptx")          # reads saxpy.ptx.json beside it
@@ -23,12 +24,10 @@ import json
 import re
 from pathlib import Path
 
+from intentc.base.status import E_DTYPE, E_RANK, E_STRIDE, KernelError
 from intentc.kir.extents import evaluate as evaluate_extent
 from intentc.loader import _PackedF4
 
-STATUS_NAMES = {0: "INTENT_OK", -1: "INTENT_E_NULL", -2: "INTENT_E_DTYPE", -3: "INTENT_E_RANK",
-                -4: "INTENT_E_SHAPE", -5: "INTENT_E_STRIDE", -6: "INTENT_E_BOUNDS", -7: "INTENT_E_DOMAIN",
-                -8: "INTENT_E_ALLOC", -9: "INTENT_E_DEVICE", -10: "INTENT_E_INTERNAL"}
 NUMPY_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
                "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
                "f32": "float32", "f64": "float64"}
@@ -36,15 +35,6 @@ ARG_NUMPY = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8":
              "u32": "uint32", "u64": "uint64", "f32": "float32", "f64": "float64", "ptr": "uint64"}
 SUPPORTED_VERSIONS = (1,)
 HEAP_BYTES = 256 << 20  # device heap for kernels that allocate per-point buffers (CUDA's default: 8 MiB)
-
-
-class KernelError(RuntimeError):
-    """A call failed; ``code`` is the negative status (``status`` its name)."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
-        self.status = STATUS_NAMES.get(code, str(code))
 
 
 # ---- the manifest's formula language --------------------------------------------------------------
@@ -314,23 +304,21 @@ def _numpy_dtype(name: str):
 
 
 def _check_tensor(array, p: dict, kernel: str):
-    import numpy as np
-
     if array.ndim != p["rank"]:
-        raise KernelError(-3, f"{kernel}: parameter '{p['name']}' has {array.ndim} dimensions but the kernel "
+        raise KernelError(E_RANK, f"{kernel}: parameter '{p['name']}' has {array.ndim} dimensions but the kernel "
                               f"expects {p['rank']}")
     if array.dtype != _numpy_dtype(p["dtype"]):
-        raise KernelError(-2, f"{kernel}: parameter '{p['name']}' has dtype {array.dtype} but the kernel "
+        raise KernelError(E_DTYPE, f"{kernel}: parameter '{p['name']}' has dtype {array.dtype} but the kernel "
                               f"expects {p['dtype']}")
     if any(s % array.itemsize for s in array.strides):
-        raise KernelError(-5, f"{kernel}: parameter '{p['name']}' has a stride that is not a multiple of its "
+        raise KernelError(E_STRIDE, f"{kernel}: parameter '{p['name']}' has a stride that is not a multiple of its "
                               f"element size")
     written = p.get("mutable") or p.get("result")
     if written and array.size and any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape)):
-        raise KernelError(-5, f"{kernel}: parameter '{p['name']}' is written but has stride 0 on an axis with "
+        raise KernelError(E_STRIDE, f"{kernel}: parameter '{p['name']}' is written but has stride 0 on an axis with "
                               f"more than one element")
     if written and not array.flags.writeable:
-        raise KernelError(-5, f"{kernel}: parameter '{p['name']}' is written but the array is read-only")
+        raise KernelError(E_STRIDE, f"{kernel}: parameter '{p['name']}' is written but the array is read-only")
     return array
 
 

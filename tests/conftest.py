@@ -252,7 +252,7 @@ class Differential:
         when it has a float operation the compiled code may regroup."""
         key = (source, kernel)
         if key not in self.uses_transcendental:
-            from intentc.kir.interp import load_module
+            from intentc.driver import load_module
 
             module = load_module(source)
             seen, todo, found = set(), [kernel], False
@@ -337,7 +337,7 @@ class Differential:
                         _values(c_out), None, i_result, [a.value for a in i_args])
 
     def _kernel(self, source: str, kernel: str):
-        from intentc.kir.interp import load_module
+        from intentc.driver import load_module
 
         return load_module(source).function(kernel)
 

@@ -1,27 +1,17 @@
-"""The C ABI facts shared by codegen, the header, the manifest and the loader (docs/abi.md)."""
+"""The C ABI facts code generation needs (docs/abi.md): the ABI version, the status codes
+by name (the one table is ``intentc/base/status.py``), DLPack dtype codes (the one mapping
+is ``intentc/kir/calling.py``) and the C types of scalar parameters."""
 from __future__ import annotations
 
+from intentc.base.status import CODE
+from intentc.kir.calling import dlpack_dtype
 from intentc.kir.types import DType
+
+__all__ = ["ABI_VERSION", "STATUS", "dlpack_dtype", "c_scalar_type"]
 
 ABI_VERSION = 1
 
-STATUS = {
-    "INTENT_OK": 0, "INTENT_E_NULL": -1, "INTENT_E_DTYPE": -2, "INTENT_E_RANK": -3, "INTENT_E_SHAPE": -4,
-    "INTENT_E_STRIDE": -5, "INTENT_E_BOUNDS": -6, "INTENT_E_DOMAIN": -7, "INTENT_E_ALLOC": -8,
-    "INTENT_E_DEVICE": -9, "INTENT_E_INTERNAL": -10, "INTENT_E_SANITIZER": -11,
-}
-
-_DLPACK_CODE = {"int": 0, "index": 0, "uint": 1, "float": 2, "bfloat": 4, "bool": 6}
-
-
-def dlpack_dtype(dtype: DType) -> tuple[int, int]:
-    """(DLPack type code, bits) of an Intent dtype. MX types have DLPack's own codes
-    (kDLFloat8_e4m3fn = 10, ..., kDLFloat4_e2m1fn = 17; storage in intentc/kir/mx.py)."""
-    if dtype.kind == "mx":
-        from intentc.kir.mx import FORMATS
-
-        return FORMATS[dtype.name].dlpack, dtype.bits
-    return _DLPACK_CODE[dtype.kind], dtype.bits
+STATUS = dict(CODE)  # status name -> code (intentc/base/status.py, the C runtime's IntentStatus)
 
 
 def c_scalar_type(dtype: DType) -> str:

@@ -1,4 +1,4 @@
-"""How lowering treats the memory ops (ops_memory.py): gathers, masks, scatters,
+"""How lowering treats the memory ops (``kir/ops/memory.py``): gathers, masks, scatters,
 scatter_reduce, atomics and Philox.
 
 In ``expand_tensor_exprs`` (``MemoryExpansion``, on the kernel's ``KirBuilder``):
@@ -29,7 +29,8 @@ In ``expand_tensor_exprs`` (``MemoryExpansion``, on the kernel's ``KirBuilder``)
 from __future__ import annotations
 
 from intentc.kir.core import Block, Op, Value
-from intentc.kir.interp_memory import MAX_BLOCKS, MIN_BLOCK, PHILOX_M, PHILOX_W, PRIVATE_LIMIT, ROUNDS, exact_combine
+from intentc.base.blocking import MAX_BLOCKS, MIN_BLOCK, PRIVATE_LIMIT, exact_combine
+from intentc.base.philox import PHILOX_M, PHILOX_W, ROUNDS
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.lower.kir_builder import KirBuilder
 
@@ -339,7 +340,7 @@ class MemoryExpansion:
         self.b.parallel(dst_extents, merge)
 
     def private_blocks(self, n: Value, size: Value) -> tuple[Value, Value]:
-        """interp_memory.privatized_blocks, as index arithmetic."""
+        """base/blocking.privatized_blocks, as index arithmetic."""
         c = self.b.c
         per = self.b.ix("floordiv", self.b.ix("add", n, c(MAX_BLOCKS - 1)), c(MAX_BLOCKS))
         block = self.b.ix("max", per, c(MIN_BLOCK))

@@ -29,7 +29,7 @@ pseudo-random offset ``o``. Each segmentation costs O(n) helper work (the pairs 
 segmentation cover each member about twice), so a call does a constant multiple of the
 op's own work.
 
-Floats compare with the interpreter's rule (``interp_structured.LAW_TOLERANCE``): equal,
+Floats compare with the interpreter's rule (``base/laws.LAW_TOLERANCE``): equal,
 both NaN, or finite with ``|p - q| <= law_tolerance(dtype) * M``, ``M`` the largest finite
 magnitude among the float values of the law's instance (both sides, the summaries and
 states they combine, every output member of both sides for the emit law; at least 1);
@@ -48,7 +48,7 @@ nested reductions and scans are plain ordered loops, as in the op's own segments
 from __future__ import annotations
 
 from intentc.kir.core import Op, Value
-from intentc.kir.interp_structured import law_tolerance
+from intentc.base.laws import law_tolerance
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 
 STRUCTURAL = 4  # [0, 0, n], [0, 1, n], [0, n - 1, n], [0, n, n]: one pair of segments each

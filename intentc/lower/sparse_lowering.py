@@ -1,7 +1,7 @@
 """How sparse contractions (T5, ``sparse_contract``) are lowered: only stored values are
 multiplied, so the work is proportional to the stored entries, not to M * K * N.
 
-1. The metadata is checked first, in the interpreter's order (``ops_scaled.CHECKS``):
+1. The metadata is checked first, in the interpreter's order (``kir/ops/scaled.py``'s ``CHECKS``):
    each check is a blocked fold (the same blocks for every thread count) that finds the
    first violation, then one ``assert_true`` names it. Nothing is written before.
 2. At the top of a kernel ``b`` is packed, converted to the accumulator dtype, into
@@ -23,7 +23,7 @@ multiplied, so the work is proportional to the stored entries, not to M * K * N.
 from __future__ import annotations
 
 from intentc.kir.core import Block, Op, Value
-from intentc.kir.ops_scaled import CHECKS
+from intentc.kir.ops.scaled import CHECKS
 from intentc.kir.types import BOOL, DTYPES, INDEX
 from intentc.lower.kir_builder import KirBuilder
 

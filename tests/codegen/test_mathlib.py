@@ -1,4 +1,5 @@
-"""intentc's own exp, log and tanh (intentc/codegen/mathlib.py).
+"""intentc's own exp, log and tanh (intentc/base/elementary.py; LLVM IR from
+intentc/codegen/mathlib.py, the interpreter's NumPy run in intentc/interp/mathfuncs.py).
 
 - accuracy of the compiled kernels: f32 over every 251st bit pattern (all of them with
   ``INTENTC_MATHLIB_EXHAUSTIVE=1``, a few minutes), f16 over every value, f64 over a
@@ -23,6 +24,7 @@ import pytest
 from llvmlite import ir
 
 from intentc.codegen import mathlib
+from intentc.interp import mathfuncs
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = mathlib.OPS
@@ -143,7 +145,7 @@ def test_f32_accuracy(compiled, op):
         worst = max(worst, check_against_reference(op, "f32", x, y, np.float64))
         if k % 16 == 0:
             part = slice(None, None, 8)
-            assert_same_bits(y[part], mathlib.evaluate(op, x[part]), f"{op}_f32 compiled vs NumPy port")
+            assert_same_bits(y[part], mathfuncs.evaluate(op, x[part]), f"{op}_f32 compiled vs NumPy port")
     print(f"{op} f32: max {worst:.4f} ulp over every {F32_STRIDE}th input")
 
 
@@ -152,7 +154,7 @@ def test_f16_accuracy_every_value(compiled, op):
     x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
     y = getattr(compiled, f"{op}_f16")(x)
     check_against_reference(op, "f16", x, y, np.float64)
-    assert_same_bits(y, mathlib.evaluate(op, x), f"{op}_f16 compiled vs NumPy port")
+    assert_same_bits(y, mathfuncs.evaluate(op, x), f"{op}_f16 compiled vs NumPy port")
 
 
 def f64_inputs(op: str, n: int) -> np.ndarray:
@@ -176,7 +178,7 @@ def test_f64_accuracy(compiled, op):
     x = f64_inputs(op, 400_000)
     y = getattr(compiled, f"{op}_f64")(x)
     worst = check_against_reference(op, "f64", x, y, np.longdouble)
-    assert_same_bits(y, mathlib.evaluate(op, x), f"{op}_f64 compiled vs NumPy port")
+    assert_same_bits(y, mathfuncs.evaluate(op, x), f"{op}_f64 compiled vs NumPy port")
     print(f"{op} f64: max {worst:.4f} ulp over {x.size} inputs")
 
 
@@ -212,7 +214,7 @@ def _special(value, dt: str):
 def test_special_values(compiled, op, dt):
     x = np.array([_special(v, dt) for v, _ in SPECIAL[op]], NP[dt])
     want = [_special(w, dt) for _, w in SPECIAL[op]]
-    for got in (getattr(compiled, f"{op}_{dt}")(x), mathlib.evaluate(op, x)):
+    for got in (getattr(compiled, f"{op}_{dt}")(x), mathfuncs.evaluate(op, x)):
         for xi, gi, wi in zip(x, got, want):
             if np.isnan(wi):
                 assert np.isnan(gi), (op, dt, xi, gi)
@@ -280,7 +282,7 @@ def test_compiled_equals_interpreted(differential, op, dt):
     differential(SOURCE, f"{op}_{dt}", x)
     x = random_inputs(dt, 2000)  # the interpreter runs this one element by element
     run = differential(SOURCE, f"{op}_{dt}_loop", x, np.zeros_like(x))
-    assert_same_bits(run.args[1], mathlib.evaluate(op, x), f"{op}_{dt}_loop vs NumPy port")
+    assert_same_bits(run.args[1], mathfuncs.evaluate(op, x), f"{op}_{dt}_loop vs NumPy port")
 
 
 def test_ptx_target_ir_gives_the_same_bits():
@@ -303,7 +305,7 @@ def test_ptx_target_ir_gives_the_same_bits():
     for op in OPS:
         for dt in ("f32", "f64"):
             x = random_inputs(dt, 3000)
-            assert_same_bits(getattr(module, f"{op}_{dt}")(x), mathlib.evaluate(op, x), f"{op}_{dt} PTX IR")
+            assert_same_bits(getattr(module, f"{op}_{dt}")(x), mathfuncs.evaluate(op, x), f"{op}_{dt} PTX IR")
 
 
 # ---------------------------------------------------------------------------------------
@@ -419,4 +421,4 @@ def test_aarch64_gives_the_same_bits(tmp_path):
     for op in OPS:
         for dt, x in inputs.items():
             got = np.fromfile(tmp_path / f"{op}_{dt}.bin", NP[dt])
-            assert_same_bits(got, mathlib.evaluate(op, x), f"{op}_{dt} on AArch64")
+            assert_same_bits(got, mathfuncs.evaluate(op, x), f"{op}_{dt} on AArch64")

@@ -22,7 +22,7 @@ import pytest
 
 import intentc
 from intentc.driver import build, compile_source
-from intentc.kir.interp_structured import LawViolation
+from intentc.interp.structured import LawViolation
 from intentc.lower.region_laws import (RANDOM_CUTS, RANDOM_SEGMENTATIONS, SINGLE_MEMBERS, STRUCTURAL,
                                        segment_pairs)
 from region_programs import AFFINE_AND_RUNNING_MAX  # tests/e2e/region_programs.py

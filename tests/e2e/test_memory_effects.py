@@ -14,7 +14,7 @@ import pytest
 import intentc
 from intentc.diagnostics import CompileError
 from intentc.driver import frontend
-from intentc.kir.interp_memory import RaceError, UniqueViolation, philox4x32
+from intentc.interp.memory import RaceError, UniqueViolation, philox4x32
 
 REPO = Path(__file__).resolve().parents[2]
 E_BOUNDS = -6

@@ -20,9 +20,8 @@ import pytest
 
 import intentc
 from intentc.diagnostics import CompileError
-from intentc.driver import build, frontend
+from intentc.driver import build, frontend, interpret
 from intentc.kir import mx
-from intentc.kir.interp import interpret
 
 md = pytest.importorskip("ml_dtypes")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import intentc
-from intentc.kir.interp_structured import LawViolation
+from intentc.interp.structured import LawViolation
 from intentc.lower.region_lowering import CHAIN_SEGMENT, GROUP_CHAINS, WINDOW_GROUPS
 from region_programs import AFFINE_AND_RUNNING_MAX  # tests/e2e/region_programs.py
 

@@ -21,8 +21,7 @@ import pytest
 
 import intentc
 from intentc.diagnostics import CompileError
-from intentc.driver import build, compile_source, frontend
-from intentc.kir.interp import interpret
+from intentc.driver import build, compile_source, frontend, interpret
 from intentc.lower import program as P
 
 md = pytest.importorskip("ml_dtypes")

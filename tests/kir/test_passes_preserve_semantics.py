@@ -16,7 +16,7 @@ end before the passes, and must after each of them.
 
 Lowered KIR holds ops that only lowering builds (``contract_tiles``, ``lane_chains``,
 ``scaled_tiles``, ``sparse24_tiles``, ``csr_tiles``); the interpreter runs them through
-``intentc/kir/interp_lowered.py``, so this test checks those handlers as well.
+``intentc/interp/lowered.py``, so this test checks those handlers as well.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from conftest import REGROUPED, REGROUPING  # noqa: E402
 from intentc.driver import frontend, read_source  # noqa: E402
 from intentc.kir.extents import evaluate as evaluate_extent  # noqa: E402
 from intentc import KernelError  # noqa: E402
-from intentc.kir.interp import Interpreter, numpy_dtype  # noqa: E402
+from intentc.interp import Interpreter  # noqa: E402
+from intentc.interp.numeric import numpy_dtype  # noqa: E402
 from intentc.kir.types import TensorType  # noqa: E402
 from intentc.lower.pipeline import KIR_PASSES  # noqa: E402
 
@@ -250,15 +251,15 @@ def test_the_corpus_holds_every_sample():
 
 def test_every_lowered_only_op_runs(monkeypatch):
     """Each op only lowering builds is executed by some lowered kernel here, so that the
-    comparison below checks its handler (``interp_lowered.py``)."""
-    from intentc.kir import interp, interp_lowered
+    comparison below checks its handler (``intentc/interp/lowered.py``)."""
+    from intentc.interp import lowered, registry
 
     ran = set()
-    for name, handler in interp_lowered.HANDLERS.items():
+    for name, handler in lowered.HANDLERS.items():
         def counted(it, op, env, handler=handler):
             ran.add(op.name)
             return handler(it, op, env)
-        monkeypatch.setitem(interp._HANDLERS, name, counted)
+        monkeypatch.setitem(registry.HANDLERS, name, counted)
     for path, kernel in KERNELS:
         stages = stages_of(path)
         lowered = stages[-1][1]
@@ -270,10 +271,10 @@ def test_every_lowered_only_op_runs(monkeypatch):
 
 
 def test_the_interpreter_defines_every_declared_op():
-    from intentc.kir import interp
+    from intentc.interp.registry import HANDLERS
     from intentc.kir.ops import REGISTRY
 
-    assert not sorted(set(REGISTRY) - set(interp._HANDLERS))
+    assert not sorted(set(REGISTRY) - set(HANDLERS))
 
 
 @pytest.mark.parametrize("path,kernel", KERNELS, ids=[f"{p.stem}.{k}" for p, k in KERNELS])

@@ -2,7 +2,7 @@
 ``expand_tensor_exprs`` builds for ``to_physical`` to turn into loop nests.
 
 Each writes its result into a caller-visible tensor operand (no results, except the chains'
-final tuples); the interpreter's ``interp_lowered.py`` says what each computes, so lowered
+final tuples); the interpreter's ``intentc/interp/lowered.py`` says what each computes, so lowered
 KIR can be run and compared with the KIR it came from.
 
 ``contract_tiles(ap, bp, c, scratch, batch, m, n, k) {acc, mr, nr, lanes, mc, nc, kc}``

@@ -5,7 +5,7 @@
     ``sb: tensor<e8m0[N, G]>`` -> ``tensor<f32[M, N]>`` with ``fa``, ``fb`` MX element
     types: ``out[m, n] = sum over (g, c) of (a[m,g,c] * 2^sa[m,g]) * (b[g,c,n] * 2^sb[n,g])``
     (the formats are the operand dtypes, the scale relation the positional schema; the
-    interpreter, ``interp_scaled.py``, defines the arithmetic).
+    interpreter, ``intentc/interp/scaled.py``, defines the arithmetic).
 
 ``sparse_contract(values, meta, b) {format = "2:4", acc}`` and
 ``sparse_contract(offsets, columns, values, b) {format = "csr", acc}``

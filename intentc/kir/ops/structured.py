@@ -1,8 +1,8 @@
 """Structured KIR ops: reductions, scans and folds with combine regions (T1, T2), region
 folds and scans (R2, R3, R6, R7), contraction (T3) and histogram (T6).
 
-The interpreter (``interp_structured.py``, ``interp.py``) defines what each computes; the
-lowering of each is in ``intentc/lower/structured_expansion.py`` and ``contract_lowering.py``.
+The interpreter (``intentc/interp/structured.py``, ``core_ops.py``) defines what each computes; the
+lowering of each is in ``intentc/lower/reduction_lowering.py``, ``region_lowering.py`` and ``contract_lowering.py``.
 """
 from __future__ import annotations
 

@@ -26,6 +26,6 @@ def run(module: Module) -> Module:
 
 
 def callee(region) -> str:
-    """The helper a region calls (as ``interp_structured._callee`` names it)."""
+    """The helper a region calls (as the interpreter's ``structured._callee`` names it)."""
     calls = [o.attrs["callee"] for o in region.ops if o.name == "call"]
     return calls[0] if calls else "(builtin)"

@@ -1,7 +1,7 @@
 """The meaning of the structured KIR ops: reduce, scan, fold, buffer, region_fold, region_scan.
 
-Part of the reference interpreter (``interp.py`` registers these handlers). Each op is
-defined by the most direct evaluation of its contract:
+Part of the reference interpreter (``intentc/interp/``; ``registry.py`` collects
+``HANDLERS``). Each op is defined by the most direct evaluation of its contract:
 
 - ``reduce`` folds each output position's reduced elements in row-major order with its
   combine region, starting from the identity (any other order is equal when the combine
@@ -16,16 +16,17 @@ defined by the most direct evaluation of its contract:
 With ``sanitize="laws"`` the region ops are also evaluated under several random
 segmentations (empty and one-member slices included) and each law is checked; a
 violation raises ``LawViolation`` naming the law, the helpers, the slices and the values.
-Floats compare with a tolerance of 1e-4 (f16: 1e-2; ``LAW_TOLERANCE``) relative to the
+Floats compare with a tolerance of 1e-4 (f16: 1e-2; ``intentc/base/laws.py``) relative to the
 largest magnitude among the law's values (at least 1): laws hold only up to rounding.
 """
 from __future__ import annotations
 
-import math
 import random
 
 import numpy as np
 
+from intentc.base.laws import law_tolerance
+from intentc.interp.numeric import numpy_dtype, scalar_of
 from intentc.kir.core import Op
 from intentc.kir.types import TensorType
 
@@ -34,14 +35,8 @@ class LawViolation(Exception):
     """A region helper breaks one of the laws its operation declares (R2, R6)."""
 
 
-def _interp():
-    from intentc.kir import interp
-
-    return interp
-
-
 def _element(array, position, dtype):
-    return _interp().scalar_of(array[position], dtype)
+    return scalar_of(array[position], dtype)
 
 
 def _combine(it, region, accs, items):
@@ -61,7 +56,7 @@ def _op_reduce(it, op: Op, env: dict):
     kept = [a for a in range(len(shape)) if a not in axes]
     reduced_shape = [shape[a] for a in axes]
     out_shape = tuple(shape[a] for a in kept)
-    results = [np.empty(out_shape, dtype=_interp().numpy_dtype(t)) for t in dtypes]
+    results = [np.empty(out_shape, dtype=numpy_dtype(t)) for t in dtypes]
     for out_pos in np.ndindex(*out_shape):
         accs = list(ids)
         for red_pos in np.ndindex(*reduced_shape):
@@ -125,7 +120,7 @@ def _op_fold(it, op: Op, env: dict):
 
 def _op_buffer(it, op: Op, env: dict):
     shape = tuple(env[id(v)] for v in op.operands)
-    env[id(op.result)] = np.zeros(shape, dtype=_interp().numpy_dtype(op.result.type.dtype))
+    env[id(op.result)] = np.zeros(shape, dtype=numpy_dtype(op.result.type.dtype))
 
 
 # -- region operations -----------------------------------------------------------------------------
@@ -146,21 +141,6 @@ def _callee(region) -> str:
 
 def _slices(comps, start, stop):
     return [c[start:stop] for c in comps]
-
-
-# How closely the two sides of a law must agree for floats (laws hold only up to rounding):
-# |a - b| <= tolerance * scale for finite values, the tolerance by dtype, the scale the
-# largest finite magnitude among the float values of the law's instance (both sides and
-# the summaries and states it combines; at least 1), since rounding errors grow with the
-# terms of a computation, not with its result; NaN equals NaN, an infinity only itself;
-# integers and bools exactly. The one definition for the interpreter and for compiled
-# --sanitize=laws builds (intentc/lower/region_laws.py).
-LAW_TOLERANCE = {"f16": 1e-2}
-LAW_TOLERANCE_DEFAULT = 1e-4
-
-
-def law_tolerance(dtype_name: str) -> float:
-    return LAW_TOLERANCE.get(dtype_name, LAW_TOLERANCE_DEFAULT)
 
 
 def _magnitude(values) -> float:

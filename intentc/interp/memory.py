@@ -1,7 +1,7 @@
 """The meaning of the memory KIR ops: gather, scatter, scatter_reduce, atomics, philox.
 
-Part of the reference interpreter (``interp.py`` registers these handlers); the op forms are
-documented in ``ops_memory.py``.
+Part of the reference interpreter (``intentc/interp/``; ``registry.py`` collects ``HANDLERS``
+and ``SANITIZED``); the op forms are documented in ``intentc/kir/ops/memory.py``.
 
 - ``gather`` reads ``src`` at the index relation; a masked-off lane reads nothing (no bounds
   check either) and yields ``fill`` (M3). Every active index is checked (D5).
@@ -12,14 +12,16 @@ documented in ``ops_memory.py``.
   Integer builtin combines and ``min``/``max`` are exact, so the order does not matter and
   the lanes are combined in row-major order. ``add``/``mul`` on floats and helper combines
   are defined with the grouping the compiled code uses, so that results are identical on
-  every target and thread count: the lanes are cut into ``privatized_blocks(n, size(dst))``
-  consecutive blocks; block ``b`` folds its lanes in order into a private copy of ``dst``
-  that starts at the identity; then every element of ``dst`` is combined with the private
-  copies in block order: ``dst[j] = combine(...combine(dst[j], p_0[j])..., p_{B-1}[j])``.
+  every target and thread count (``intentc/base/blocking.py``): the lanes are cut into
+  ``privatized_blocks(n, size(dst))`` consecutive blocks; block ``b`` folds its lanes in
+  order into a private copy of ``dst`` that starts at the identity; then every element of
+  ``dst`` is combined with the private copies in block order:
+  ``dst[j] = combine(...combine(dst[j], p_0[j])..., p_{B-1}[j])``.
 - ``atomic_rmw/cas/load/store`` act on one element and return the old value (M6); the
   interpreter runs points one at a time, so every order is sequentially consistent.
 - ``philox`` is Philox4x32-10 (Random123): ten rounds of two 32x32->64 multiplies with the
-  key bumped by the Weyl constants between rounds; u32 wrap-around (N1).
+  key bumped by the Weyl constants between rounds; u32 wrap-around (N1;
+  ``intentc/base/philox.py``).
 
 Sanitizers (``Interpreter(sanitize=...)``)
     ``"race"``: every ``parallel`` op records, per point, the elements its body reads and
@@ -36,13 +38,14 @@ import math
 
 import numpy as np
 
+from intentc.base.blocking import exact_combine, privatized_blocks
+from intentc.base.philox import PHILOX_M, PHILOX_W, ROUNDS
+from intentc.base.status import E_BOUNDS, KernelError
+from intentc.interp.core_ops import HANDLERS as PLAIN
+from intentc.interp.core_ops import element
+from intentc.interp.numeric import float_binary, int_binary, numpy_dtype, scalar_of
 from intentc.kir.core import Op
 from intentc.kir.types import TensorType
-
-MIN_BLOCK = 4096
-MAX_BLOCKS = 1024
-PRIVATE_LIMIT = 1 << 22  # elements of private copies a privatized scatter_reduce may use
-_EXACT = ("min", "max")  # exact on floats too (IEEE minimum/maximum); ints: every builtin
 
 
 class SanitizerError(Exception):
@@ -55,37 +58,6 @@ class RaceError(SanitizerError):
 
 class UniqueViolation(SanitizerError):
     """A scatter asserted unique (``unique=True``) writes one element twice (M4)."""
-
-
-def privatized_blocks(n: int, size: int) -> tuple[int, int]:
-    """(lanes per block, blocks) of a privatized scatter_reduce of ``n`` lanes into ``size``
-    elements: blocks of at least MIN_BLOCK lanes, at most MAX_BLOCKS blocks, and at most
-    PRIVATE_LIMIT private elements. Depends on the sizes only, never on the thread count."""
-    if n <= 0:
-        return MIN_BLOCK, 0
-    per = -(-n // MAX_BLOCKS)
-    block = max(per, MIN_BLOCK)
-    blocks = -(-n // block)
-    cap = max(1, PRIVATE_LIMIT // max(size, 1))
-    if blocks > cap:
-        block = -(-n // cap)
-        blocks = -(-n // block)
-    return block, blocks
-
-
-def exact_combine(op: Op) -> bool:
-    """Whether every order of combining gives the same bits (so no grouping is prescribed)."""
-    combine = op.attrs.get("combine")
-    dtype = op.operands[0].type.dtype
-    if combine == "helper":
-        return False
-    return not dtype.is_float or combine in _EXACT
-
-
-def _interp():
-    from intentc.kir import interp
-
-    return interp
 
 
 # ---- element positions -------------------------------------------------------------------------------------
@@ -114,9 +86,8 @@ def _check(it, op: Op, array: np.ndarray, tensor, indices: list[np.ndarray], act
             first = np.argwhere(bad.reshape(-1))[0][0]
             value = int(idx.reshape(-1)[first])
             name = it.names.get(id(tensor)) or tensor.hint or "tensor"
-            raise _interp()._kernel_error(_interp().E_BOUNDS, f"{it.kernel_name}: index {value} is out of range "
-                                                              f"[0, {extent}) on axis {axis} of '{name}'"
-                                                              f"{it.where(op)}")
+            raise KernelError(E_BOUNDS, f"{it.kernel_name}: index {value} is out of range [0, {extent}) on axis "
+                                        f"{axis} of '{name}'{it.where(op)}")
 
 
 def _access(it, op: Op, env: dict, rank: int):
@@ -140,17 +111,16 @@ def _op_gather(it, op: Op, env: dict):
     tensor, array, indices, active, shape = _access(it, op, env, rank)
     _check(it, op, array, tensor, indices, active)
     dtype = src.type.dtype
-    interp = _interp()
     fill = env[id(op.operands[-1])] if op.attrs.get("masked") else None
     if shape is None:
         if bool(active):
             position = tuple(int(i) for i in indices)
             _record(it, op, array, [position], "read")
-            env[id(op.result)] = interp.scalar_of(array[position], dtype)
+            env[id(op.result)] = scalar_of(array[position], dtype)
         else:
             env[id(op.result)] = fill
         return
-    result = np.empty(shape, dtype=interp.numpy_dtype(dtype))
+    result = np.empty(shape, dtype=numpy_dtype(dtype))
     if fill is not None:
         result[...] = fill
     where = np.nonzero(active)
@@ -185,15 +155,13 @@ def _op_scatter(it, op: Op, env: dict):
                     f"'{_name(it, op.operands[0])}' twice (active lanes {seen[position]} and {lane}){it.where(op)}")
             seen[position] = lane
     _record(it, op, array, positions, "write", unique=bool(op.attrs.get("unique")))
-    interp = _interp()
     dtype = op.operands[0].type.dtype
     for position, value in zip(positions, values):
-        array[position] = interp.scalar_of(value, dtype)
+        array[position] = scalar_of(value, dtype)
 
 
 def _op_scatter_reduce(it, op: Op, env: dict):
     array, positions, values = _scatter_lanes(it, op, env)
-    interp = _interp()
     dtype = op.operands[0].type.dtype
     rank = op.operands[0].type.rank
     identity = env[id(op.operands[2 + rank])]
@@ -204,10 +172,10 @@ def _op_scatter_reduce(it, op: Op, env: dict):
         local = {id(region.args[0]): a, id(region.args[1]): b}
         return it.run_block(region, local)[0]
 
-    values = [interp.scalar_of(v, dtype) for v in values]
+    values = [scalar_of(v, dtype) for v in values]
     if exact_combine(op):
         for position, value in zip(positions, values):
-            array[position] = combine(interp.scalar_of(array[position], dtype), value)
+            array[position] = combine(scalar_of(array[position], dtype), value)
         return
     # The prescribed grouping: in-order folds per block, merged in block order.
     n = _count_lanes(op, env)
@@ -218,7 +186,7 @@ def _op_scatter_reduce(it, op: Op, env: dict):
         part = private[lane // block]
         part[position] = combine(part.get(position, identity), value)
     for position in np.ndindex(*array.shape):
-        acc = interp.scalar_of(array[position], dtype)
+        acc = scalar_of(array[position], dtype)
         for part in private:
             acc = combine(acc, part.get(position, identity))
         array[position] = acc
@@ -242,11 +210,10 @@ def _active_lane_numbers(op: Op, env: dict) -> list[int]:
 def _op_atomic(it, op: Op, env: dict):
     t = op.operands[0]
     rank = t.type.rank
-    interp = _interp()
-    array, position = interp._element(it, op, env, t, op.operands[1:1 + rank])
+    array, position = element(it, op, env, t, op.operands[1:1 + rank])
     _record(it, op, array, [position], "atomic")
     dtype = t.type.dtype
-    old = interp.scalar_of(array[position], dtype)
+    old = scalar_of(array[position], dtype)
     args = [env[id(v)] for v in op.operands[1 + rank:]]
     if op.name == "atomic_load":
         env[id(op.result)] = old
@@ -265,9 +232,9 @@ def _op_atomic(it, op: Op, env: dict):
     if kind == "exchange":
         new = value
     elif dtype.is_float:
-        new = interp.float_binary(kind, dtype, old, value)
+        new = float_binary(kind, dtype, old, value)
     else:
-        new = interp.int_binary(kind, dtype, old, value)
+        new = int_binary(kind, dtype, old, value)
     array[position] = new
     env[id(op.result)] = old
 
@@ -275,16 +242,12 @@ def _op_atomic(it, op: Op, env: dict):
 def _same_bits(a, b, dtype) -> bool:
     """cmpxchg compares representations: floats by their bits (NaN == the same NaN, -0.0 != 0.0)."""
     if dtype.is_float:
-        nd = _interp().numpy_dtype(dtype)
+        nd = numpy_dtype(dtype)
         return np.asarray(a, nd).tobytes() == np.asarray(b, nd).tobytes()
     return a == b
 
 
 # ---- philox (N1) --------------------------------------------------------------------------------------------------------------
-PHILOX_M = (0xD2511F53, 0xCD9E8D57)
-PHILOX_W = (0x9E3779B9, 0xBB67AE85)
-ROUNDS = 10
-
 
 def philox4x32(key, counter):
     """Philox4x32-10 of a 2-word key and a 4-word counter: four u32 words. Works on Python
@@ -412,9 +375,8 @@ def _race(it, tracker: _Tracker, first, second) -> None:
 def _op_parallel(it, op: Op, env: dict):
     """``parallel`` with the race/unique sanitizer: the same points in the same order, with
     every element access recorded per point."""
-    interp = _interp()
     if not (_modes(it) & {"race", "unique"}):
-        return interp._op_parallel(it, op, env)
+        return PLAIN["parallel"](it, op, env)
     domains = [env[id(v)] for v in op.operands]
     lengths = [d.length for d in domains]
     body = op.regions[0]
@@ -438,18 +400,16 @@ def _op_parallel(it, op: Op, env: dict):
 
 
 def _op_load(it, op: Op, env: dict):
-    interp = _interp()
-    interp._op_load(it, op, env)
+    PLAIN["load"](it, op, env)
     if getattr(it, "race_trackers", None):
-        array, position = interp._element(it, op, env, op.operands[0], op.operands[1:])
+        array, position = element(it, op, env, op.operands[0], op.operands[1:])
         _record(it, op, array, [position], "read")
 
 
 def _op_store(it, op: Op, env: dict):
-    interp = _interp()
-    interp._op_store(it, op, env)
+    PLAIN["store"](it, op, env)
     if getattr(it, "race_trackers", None):
-        array, position = interp._element(it, op, env, op.operands[0], op.operands[1:-1])
+        array, position = element(it, op, env, op.operands[0], op.operands[1:-1])
         _record(it, op, array, [position], "write")
 
 

@@ -1,9 +1,9 @@
 """The meaning of the KIR ops that only lowering builds: ``contract_tiles``, ``lane_chains``,
 ``scaled_tiles``, ``sparse24_tiles`` and ``csr_tiles`` (declared in ``kir/ops/lowered.py``).
 
-Part of the reference interpreter (``interp.py`` registers these handlers), so that KIR after
+Part of the reference interpreter (``registry.py`` collects these handlers), so that KIR after
 ``expand_tensor_exprs`` runs too and can be compared with the KIR it came from. Each handler
-reads its operands in the packed layout the lowering wrote (``intentc/lower/*_lowering.py``)
+reads its operands in the packed layout the lowering wrote (``intentc/lower/``: the tile, lane-chain and family lowerings)
 and computes what the op stands for with the numeric rules of the op it replaced:
 
 - ``contract_tiles``: ``c[b, i, j]`` starts at 0 and adds ``A[b, i, t] * B[b, j, t]`` for ``t``

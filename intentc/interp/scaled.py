@@ -1,7 +1,8 @@
 """The meaning of ``scaled_contract`` (T4) and ``sparse_contract`` (T5).
 
-Part of the reference interpreter (``interp.py`` registers these handlers); the op forms
-are documented in ``ops_scaled.py``, the surface in ``intentc/sema/scaled.py``.
+Part of the reference interpreter (``intentc/interp/``; ``registry.py`` collects
+``HANDLERS``); the op forms are documented in ``intentc/kir/ops/scaled.py``, the surface in
+``intentc/sema/scaled.py``.
 
 scaled_contract
     Every value and scale is decoded to f32 exactly (``kir/mx.py``). The scaled operands
@@ -16,7 +17,7 @@ scaled_contract
     its block's contributions NaN (0 * NaN included).
 
 sparse_contract
-    The metadata is checked first, in the order of ``ops_scaled.CHECKS``, and the first
+    The metadata is checked first, in the order of ``kir/ops/scaled.py``'s ``CHECKS``, and the first
     violation (in row-major order) fails the call with that message: nothing is written.
     Then each result element sums, in the acc dtype starting from 0, the products of the
     stored values of its row (converted to acc) with the matching rows of ``b`` (converted
@@ -28,18 +29,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from intentc.base.status import E_BOUNDS, E_DOMAIN, KernelError
+from intentc.interp.numeric import numpy_dtype
 from intentc.kir import mx
 from intentc.kir.core import Op
-from intentc.kir.ops_scaled import CHECKS
+from intentc.kir.ops.scaled import CHECKS
 from intentc.kir.types import DTYPES
 
 
 def _fail(it, op: Op, check: str, *args):
-    from intentc.kir.interp import E_BOUNDS, E_DOMAIN, _kernel_error
-
     code, what = CHECKS[check]
     text = what.replace("%lld", "{}").format(*(int(a) for a in args))
-    raise _kernel_error(E_BOUNDS if code == "bounds" else E_DOMAIN, f"{it.kernel_name}: {text}{it.where(op)}")
+    raise KernelError(E_BOUNDS if code == "bounds" else E_DOMAIN, f"{it.kernel_name}: {text}{it.where(op)}")
 
 
 def _op_scaled_contract(it, op: Op, env: dict):
@@ -60,8 +61,6 @@ def _op_scaled_contract(it, op: Op, env: dict):
 
 
 def _op_sparse_contract(it, op: Op, env: dict):
-    from intentc.kir.interp import numpy_dtype
-
     acc = numpy_dtype(DTYPES[op.attrs["acc"]])
     b = np.asarray(env[id(op.operands[-1])])
     k, n = b.shape

@@ -1,0 +1,138 @@
+"""An interpreted kernel call: the calling convention of a compiled kernel, then the body.
+
+``Interpreter.call`` builds a ``KernelCall``, which does what ``intentc.load(...).<kernel>``
+and the C runtime do around a compiled kernel, in their order, so that both refuse the
+same calls with the same ``KernelError`` status (docs/abi.md):
+
+1. the loader's part, shared with it (``intentc/kir/calling.py``): binding the
+   arguments, converting them to arrays, allocating the returned tensors, and per
+   parameter the scalar range check, a read-only array for a written parameter (-5), a
+   dtype without a DLPack code (``TypeError``) and byte strides that are not a multiple
+   of the element size (-5);
+2. the runtime's entry checks (``runtime_c/tensor.c``), per tensor in declaration order:
+   rank (-3), dtype (-2), a zero stride on a written axis of more than one element (-5);
+   then the declared extents of the returned tensors (-4, S1).
+
+Then the body runs on the arrays themselves (``mut`` parameters are written in place) and
+the returned values are copied into the result arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from intentc.base.status import E_DTYPE, E_RANK, E_SHAPE, E_STRIDE, KernelError
+from intentc.interp.numeric import numpy_dtype
+from intentc.kir import calling, mx
+from intentc.kir.calling import Parameter
+from intentc.kir.core import Function
+from intentc.kir.extents import evaluate as evaluate_extent
+from intentc.kir.types import DTYPES, DType, TensorType
+
+
+def parameters(func: Function) -> tuple[list[Parameter], list[Parameter]]:
+    """(inputs, results) of a kernel as the ABI sees them (the manifest's parameters)."""
+    inputs = []
+    for param, value in zip(func.params, func.args):
+        if isinstance(value.type, TensorType):
+            inputs.append(Parameter(param.name, "tensor", value.type.dtype.name, tuple(param.extents), param.mutable))
+        else:
+            inputs.append(Parameter(param.name, "scalar", value.type.name))
+    count = len(func.result_types)
+    results = [Parameter("out" if count == 1 else f"out{k}", "tensor", t.dtype.name, tuple(e), result=True)
+               for k, (t, e) in enumerate(zip(func.result_types, func.result_extents))]
+    return inputs, results
+
+
+class KernelCall:
+    """One call of a kernel ``func`` by the interpreter ``it`` (a ``machine.Interpreter``)."""
+
+    def __init__(self, it, func: Function):
+        self.it = it
+        self.func = func
+        self.name = func.name
+        self.inputs, self.results = parameters(func)
+
+    def run(self, args, kwargs, out):
+        name = self.name
+        values = calling.bind_arguments(name, self.inputs, args, kwargs)
+        arrays = {p.name: calling.as_array(values[p.name], p, name) for p in self.inputs if p.kind == "tensor"}
+        outs = calling.result_arrays(name, self.inputs, self.results, arrays, out)
+        bound: dict[str, object] = {}
+        for p in self.inputs + self.results:  # what the loader checks, in its order
+            if p.kind == "scalar":
+                calling.scalar_value(values[p.name], p, name)
+                bound[p.name] = _scalar_argument(values[p.name], DTYPES[p.dtype])
+                continue
+            array = outs[p.name] if p.result else arrays[p.name]
+            calling.check_tensor_argument(array, p, name)
+            bound[p.name] = array
+        for p in self.inputs + self.results:  # what the runtime checks on entry, in its order
+            if p.kind == "tensor":
+                self._check_tensor(p, bound[p.name])
+        self._check_result_extents(bound)
+
+        it = self.it
+        it.kernel_name = name
+        it.names = {id(v): p.name for v, p in zip(self.func.args, self.func.params)}
+        it.written = [bound[p.name] for p in self.inputs if p.mutable]
+        results = it.run_function(self.func, [bound[p.name] for p in self.inputs])
+        for p, value in zip(self.results, results):
+            bound[p.name][...] = value
+        if not self.results:
+            return None
+        returned = [bound[p.name] for p in self.results]
+        return returned[0] if len(returned) == 1 else tuple(returned)
+
+    def _check_tensor(self, p: Parameter, array: np.ndarray) -> None:
+        """The runtime's entry checks of one tensor (runtime_c/tensor.c), in its order."""
+        rank = len(p.extents)
+        if array.ndim != rank:
+            raise KernelError(E_RANK, f"{self.name}: parameter '{p.name}' has {array.ndim} dimension"
+                                      f"{'' if array.ndim == 1 else 's'} but the kernel expects {rank}")
+        if calling.dlpack_of(array.dtype) != calling.dlpack_dtype(DTYPES[p.dtype]):
+            have = _intent_dtype_name(array.dtype)
+            raise KernelError(E_DTYPE, f"{self.name}: parameter '{p.name}' has dtype {have} but the kernel "
+                                       f"expects {p.dtype if p.dtype != 'index' else 'i64'}")
+        if p.written and array.size > 0:
+            for axis, (stride, extent) in enumerate(zip(array.strides, array.shape)):
+                if stride == 0 and extent > 1:
+                    raise KernelError(E_STRIDE, f"{self.name}: parameter '{p.name}' is written but has stride 0 "
+                                                f"on axis {axis} (extent {extent}), so its elements alias "
+                                                f"each other")
+
+    def _check_result_extents(self, bound: dict) -> None:
+        """Returned tensors must have the declared extents (literal, or the value of the
+        first parameter naming the extent), checked before the body runs (S1)."""
+        named = calling.named_extents(self.inputs, {p.name: bound[p.name] for p in self.inputs
+                                                    if p.kind == "tensor"})
+        for p in self.results:
+            array = bound[p.name]
+            for axis, e in enumerate(p.extents):
+                want = e if isinstance(e, int) else evaluate_extent(e, named)
+                if array.shape[axis] != want:
+                    raise KernelError(E_SHAPE, f"{self.name}: extent {e}: {p.name}.shape[{axis}] = "
+                                               f"{array.shape[axis]} but the kernel's result needs {want}")
+
+
+def _intent_dtype_name(dtype: np.dtype) -> str:
+    if dtype.kind == "b":
+        return "bool"
+    if dtype.name == "bfloat16":
+        return "bf16"
+    if dtype.name in mx.BY_ML_DTYPES:
+        return mx.BY_ML_DTYPES[dtype.name].name
+    return {"i": "i", "u": "u", "f": "f"}.get(dtype.kind, "?") + str(dtype.itemsize * 8)
+
+
+def _scalar_argument(value, dtype: DType):
+    """A scalar argument as the kernel receives it (the loader's conversions)."""
+    if dtype.kind == "mx":
+        return mx.to_numpy(np.array([mx.scalar_code(value, dtype.name)], np.uint8), dtype.name)[0]
+    if dtype.is_bool:
+        return bool(value)
+    if dtype.is_float:
+        if dtype.bits == 16:
+            return np.asarray(value, dtype=numpy_dtype(dtype))[()]
+        with np.errstate(over="ignore"):
+            return numpy_dtype(dtype).type(float(value))
+    return int(value)
