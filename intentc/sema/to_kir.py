@@ -190,10 +190,9 @@ class FunctionBuilder(ExpressionBuilder):
         if item.type.rank != want.rank:
             raise error(f"rank mismatch: the result has {item.type.rank} axes but the signature declares "
                         f"{want.rank}", span)
-        if self.sig.kind == "fn":
-            return item
         shape = self.shape_of(item)
         declared = [self.extent_for_result(e, span) for e in ann.extents]
+        differs = False
         for axis, (have, expect) in enumerate(zip(shape, declared)):
             if same_extent(have, expect):
                 continue
@@ -203,6 +202,11 @@ class FunctionBuilder(ExpressionBuilder):
             self.emit("assert_eq", [self.index_value(have, span), self.index_value(expect, span)], span=span,
                       attrs={"what": f"result axis {axis} has extent %lld but the signature declares "
                                      f"{ann.extents[axis]} = %lld", "rule": "S3"})
+            differs = True
+        if differs and self.sig.kind == "fn":
+            # A helper's caller types the call by the declared extents (a size-one axis
+            # returned for a declared ``T``, say): once checked equal, the value takes that shape.
+            return broadcast_to(self, item, shape, declared, span)
         return item
 
     def extent_for_result(self, extent, span) -> Extent:

@@ -309,3 +309,37 @@ def test_extent_equal_to_an_expression_of_itself(differential):
     run = differential(SELF_EQUAL_EXTENT, "k", x, x0, o)
     np.testing.assert_array_equal(run.result, x0)
     np.testing.assert_array_equal(run.args[2], np.tril(x).astype(np.float16))
+
+
+HELPER_RESULT_EXTENTS = """\
+import intent as I
+
+@intent.fn
+def both(a: bool, b: bool) -> bool:
+    return a & b
+
+@intent.fn
+def collapse(x: bool[S, T]) -> bool[S, T]:
+    return I.all(I.reduce(x, combine=both, identity=True, axis=0, keepdims=True), axis=1, keepdims=True)
+
+@intent.kernel
+def pick(v: f32[1], m: bool[1, N]) -> f32[1, N]:
+    return I.where(collapse(m), v, v + 1.0)
+"""
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_helper_result_of_size_one_for_a_declared_extent(differential, n):
+    """A helper declared ``-> bool[S, T]`` returned a ``[1, 1]`` value; its caller typed the
+    call as ``[S, T]`` and, once inlined, the select's condition and choices disagreed: an
+    internal KIR verifier error (a traceback). Found by the program generator. Now a helper's
+    returned extents are checked like a kernel's (S3) and the value takes the declared shape:
+    N = 1 runs, N = 3 is a run-time shape refusal on both sides."""
+    v = np.array([2.0], np.float32)
+    run = differential(HELPER_RESULT_EXTENTS, "pick", v, np.ones((1, n), bool))
+    if n == 1:
+        assert run.error is None
+        np.testing.assert_array_equal(run.result, [[2.0]])
+    else:
+        assert run.error is not None and run.error.code == -4  # INTENT_E_SHAPE (both sides: the fixture)
+        assert "signature declares T = 3" in str(run.error)
