@@ -1,25 +1,24 @@
-"""``to_physical``'s lowering of a ``contract_tiles`` op (T3): the ``parallel`` loop over the
-``MC x NC`` blocks of C and the register-tiled micro-kernel that accumulates each tile in
-vector registers over its K blocks (``contract_lowering.py`` builds the op and its packed
-operands; its docstring describes the scheme).
-"""
+"""The ``expand_contract_tiles`` pass's lowering of a ``contract_tiles`` nest (T3): the
+``parallel`` loop over the ``MC x NC`` blocks of C and the register-tiled micro-kernel that
+accumulates each tile in vector registers over its K blocks (``contract_lowering.py`` builds the
+op and its packed operands; its docstring describes the scheme)."""
 from __future__ import annotations
 
-from intentc.kir.core import Op
 from intentc.kir.types import BOOL, INDEX
 from intentc.lower import program as P
+from intentc.lower.names import NameSupply
 
 
-def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
+def lower_contract_tiles(names: NameSupply, nest: P.TileNest) -> list[P.Stmt]:
     """The ``parallel`` loop over the ``mc x nc`` blocks of C and its register-tiled micro-kernel.
 
     C is ``[m, n]`` or ``[batch, m, n]`` with any strides (the kernel's output, or a buffer).
     A tile that lies inside C, on a unit column stride, loads and stores its rows as
     vectors; an edge tile goes through its block's slot of ``scratch``, element by element."""
-    ap, bp, c, scratch = (low.tensors[id(v)] for v in op.operands[:4])
-    batch, m, n, k = (low.read(v) for v in op.operands[4:])
+    ap, bp, c, scratch = nest.tensors
+    batch, m, n, k = nest.scalars
     acc = ap.dtype
-    attrs = op.attrs
+    attrs = dict(nest.attrs)
     mr, nr, lanes, mc, nc, kc = (attrs[key] for key in ("mr", "nr", "lanes", "mc", "nc", "kc"))
     vectors = nr // lanes
     vt = P.VectorType(acc, lanes)
@@ -31,7 +30,7 @@ def lower_contract_tiles(low, op: Op) -> list[P.Stmt]:
         return P.Binary(INDEX, name, a, b)
 
     def var(hint, dtype=INDEX):
-        return low.fresh(hint, dtype)
+        return names.fresh(hint, dtype)
 
     def let(hint, value, out):
         v = var(hint)

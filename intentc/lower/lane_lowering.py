@@ -1,4 +1,5 @@
-"""``to_physical``'s lowering of a ``lane_chains`` op (``lane_chains.py``; R3, R9, T2).
+"""The ``expand_lane_chains`` pass's lowering of a ``lane_chains`` nest (``lane_chains.py``; R3,
+R9, T2).
 
 Each chain still runs in member order, so every value is the one the sub-segment alone
 would give; only the machine code differs. :func:`lower_lane_chains` turns the op into
@@ -12,10 +13,10 @@ strided tensor takes the scalar loop of the same chains. All give the same value
 """
 from __future__ import annotations
 
-from intentc.kir.core import Block, Op
 from intentc.kir.types import BOOL, INDEX
 from intentc.lower import program as P
-from intentc.lower.lane_chains import BINARY, LANES, UNARY
+from intentc.lower.names import NameSupply
+from intentc.lower.lane_chains import LANES
 
 LINE_BYTES = 64  # a cache line: streamed outputs are written a whole line at a time
 STREAM_BYTES = 8 << 20  # outputs at least this large take streaming stores (far beyond L2)
@@ -48,34 +49,35 @@ def _mul(a: P.Expr, b: int | P.Expr) -> P.Expr:
     return P.Binary(INDEX, "mul", a, P.Const(INDEX, b) if isinstance(b, int) else b)
 
 
-def _combine(low, combine: Block, args: list[P.Expr], lanes: int | None) -> tuple[list[P.Stmt], list[P.Expr]]:
-    """Statements computing ``combine`` on ``args`` (vectors of ``lanes`` lanes, or scalars
-    when ``lanes`` is None), and the expressions of its yielded values."""
+def _combine(names: NameSupply, combine: P.LaneCombine, args: list[P.Expr],
+             lanes: int | None) -> tuple[list[P.Stmt], list[P.Expr]]:
+    """Statements computing one instance of ``combine`` on ``args`` (vectors of ``lanes`` lanes,
+    or scalars when ``lanes`` is None), and the expressions of its yielded values."""
     def typed(dtype):
         return P.VectorType(dtype, lanes) if lanes else dtype
 
-    env = {id(arg): value for arg, value in zip(combine.args, args)}
+    env = {arg.name: value for arg, value in zip(combine.args, args)}
+
+    def at(e: P.Read) -> P.Expr:
+        return env[e.var.name]
+
     stmts: list[P.Stmt] = []
-    for op in combine.ops:
-        if op.name == "yield":
-            return stmts, [env[id(v)] for v in op.operands]
-        a = [env[id(v)] for v in op.operands]
-        t = typed(op.result.type)
-        if op.name == "const":
-            value = P.Const(op.result.type, op.attrs["value"])
-            expr = P.Splat(t, value) if lanes else value
-        elif op.name in BINARY:
-            expr = P.Binary(t, op.name, a[0], a[1])
-        elif op.name in UNARY:
-            expr = P.Unary(t, op.name, a[0])
-        elif op.name == "cmp":
-            expr = P.Compare(typed(BOOL), op.attrs["pred"], a[0], a[1])
-        else:  # select
-            expr = P.Select(t, a[0], a[1], a[2])
-        var = low.fresh(op.result.hint or "lane", t)
+    for assign, hint in zip(combine.body, combine.hints):
+        e, t = assign.value, typed(assign.var.dtype)
+        if isinstance(e, P.Const):
+            expr = P.Splat(t, e) if lanes else e
+        elif isinstance(e, P.Binary):
+            expr = P.Binary(t, e.op, at(e.a), at(e.b))
+        elif isinstance(e, P.Unary):
+            expr = P.Unary(t, e.op, at(e.a))
+        elif isinstance(e, P.Compare):
+            expr = P.Compare(typed(BOOL), e.pred, at(e.a), at(e.b))
+        else:  # Select
+            expr = P.Select(t, at(e.cond), at(e.a), at(e.b))
+        var = names.fresh(hint, t)
         stmts.append(P.Assign(var, expr))
-        env[id(op.result)] = P.read(var)
-    raise ValueError("combine without yield")
+        env[assign.var.name] = P.read(var)
+    return stmts, [at(y) for y in combine.yields]
 
 
 def _carry(low, accs: list[P.Var], values: list[P.Expr]) -> list[P.Stmt]:
@@ -102,18 +104,18 @@ def _transpose(low, rows: list[P.Expr], dtype, hint: str) -> tuple[list[P.Stmt],
 class _Chains:
     """The parts of one ``lane_chains`` op, as physical symbols."""
 
-    def __init__(self, low, op: Op):
-        a = op.attrs
+    def __init__(self, names: NameSupply, nest: P.TileNest):
+        a = dict(nest.attrs)
         n_in, n_out = a["n_in"], a["n_out"]
-        self.low, self.k, self.lanes = low, a["k"], a["lanes"]
+        self.low, self.k, self.lanes = names, a["k"], a["lanes"]
         self.segment, self.picks, self.exclusive = a["segment"], a["picks"], a["exclusive"]
-        self.ins = [low.tensors[id(v)] for v in op.operands[:n_in]]
-        self.outs = [low.tensors[id(v)] for v in op.operands[n_in:n_in + n_out]]
-        self.first = low.read(op.operands[n_in + n_out])
-        flat = op.operands[n_in + n_out + 1:]
+        self.ins = list(nest.tensors[:n_in])
+        self.outs = list(nest.tensors[n_in:n_in + n_out])
+        self.first = nest.scalars[0]
+        flat = nest.scalars[1:]
         self.starts = [flat[j * self.k:(j + 1) * self.k] for j in range(self.lanes)]
-        self.finals = [[low.var(r) for r in op.results[j * self.k:(j + 1) * self.k]] for j in range(self.lanes)]
-        self.combine = op.regions[0]
+        self.finals = [list(nest.results[j * self.k:(j + 1) * self.k]) for j in range(self.lanes)]
+        self.combine = nest.combine
 
     def origin(self, chain: int | P.Expr) -> P.Expr:
         """The position of member 0 of chain ``chain``."""
@@ -212,7 +214,7 @@ class _Chains:
             P.Assign(blocks, P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", P.Const(INDEX, self.segment),
                                                                   P.read(peel)), P.Const(INDEX, lanes)))]
         out += self.scalar(P.Const(INDEX, 0), P.read(peel), self.finals)
-        dtypes = [v.type for v in self.starts[0]]
+        dtypes = [v.dtype for v in self.starts[0]]
         accs = [low.fresh(f"lanes{c}", P.VectorType(d, lanes)) for c, d in enumerate(dtypes)]
         out += [P.Assign(acc, P.Pack(acc.dtype, tuple(P.read(finals[c]) for finals in self.finals)))
                 for c, acc in enumerate(accs)]
@@ -234,11 +236,11 @@ class _Chains:
         return out + self.scalar(done, P.Const(INDEX, self.segment), self.finals)
 
 
-def lower_lane_chains(low, op: Op) -> list[P.Stmt]:
-    """Physical statements of a ``lane_chains`` op (see the module docstring)."""
-    chains = _Chains(low, op)
+def lower_lane_chains(names: NameSupply, nest: P.TileNest) -> list[P.Stmt]:
+    """Physical statements of a ``lane_chains`` nest (see the module docstring)."""
+    chains = _Chains(names, nest)
     assert chains.lanes == LANES, "the transpose is written for LANES chains"
-    start = [P.Assign(v, low.read(s)) for finals, starts in zip(chains.finals, chains.starts)
+    start = [P.Assign(v, s) for finals, starts in zip(chains.finals, chains.starts)
              for v, s in zip(finals, starts)]
     unit = None
     for x in chains.ins + chains.outs:

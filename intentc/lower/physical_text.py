@@ -21,6 +21,11 @@ Statement lines, nested by two spaces (a ``while``'s two bodies by four)::
     if EXPR: / else:                     for i in KIND(0, EXPR)[ grain=EXPR]:
     while: <cond body> test EXPR body: <body>
     pass                                 (an empty if-branch or loop body)
+    tiles KIND[T, ...](EXPR, ...) {ATTRS}[ -> x: T, ...]
+    tiles lane_chains[...](...) {...} -> ...:   combine(a: T, ...) hints (...): <assignments> yield x, ...
+
+A tile nest's ``{ATTRS}`` is a Python dict literal; a ``lane_chains`` nest's combine template
+is nested below it, with variables of its own (they are not the kernel's).
 
 A kernel header ``kernel NAME(PARAMS):`` may be followed by ``source 'NAME'`` (the name its
 errors quote, when it is not the kernel's) and ``results NAME, ...`` (the result parameters).
@@ -49,6 +54,8 @@ _TOKEN = re.compile(r"""\s*(?:
 _ASSIGN = re.compile(r"([A-Za-z_]\w*): (\S+) = ")
 _FOR = re.compile(r"for ([A-Za-z_]\w*) in ")
 _ALLOC = re.compile(r"([A-Za-z_]\w*) = alloc ")
+_TILES = re.compile(r"tiles ([a-z0-9_]+)\[([^\]]*)\]\((.*)\) (\{.*\})(?: -> (.*?))?(:?)$")
+_COMBINE = re.compile(r"combine\((.*)\) hints (\(.*\)):$")
 _HEADER = re.compile(r"kernel ([A-Za-z_][\w.]*)\((.*)\):$")
 _TENSOR_PARAM = re.compile(r"([A-Za-z_]\w*): (\S+)\[rank (\d+)\]( mut)?$")
 _SCALAR_PARAM = re.compile(r"([A-Za-z_]\w*): (\S+)$")
@@ -363,7 +370,45 @@ class _Lines:
             return self.alloc(match.group(1), text[match.end():])
         if match := _ASSIGN.match(text):
             return P.Assign(self.scope.var(match.group(1)), self.expr(text[match.end():]))
+        if match := _TILES.match(text):
+            return self.tile_nest(match, indent)
         return self.store(text)
+
+    def tile_nest(self, match: re.Match, indent: int) -> P.TileNest:
+        kind, tensors, scalars, attrs, results, has_combine = match.groups()
+        syms = tuple(self.scope.tensor(t.strip()) for t in tensors.split(",") if t.strip())
+        p = self.exprs(f"({scalars})")
+        exprs = tuple(p.args())
+        p.finish()
+        variables = tuple(self.scope.var(name) for name, _ in _results(results))
+        frozen = tuple((key, _frozen(value)) for key, value in ast.literal_eval(attrs).items())
+        combine = self.lane_combine(indent + 2) if has_combine else None
+        return P.TileNest(kind, syms, exprs, variables, frozen, combine)
+
+    def lane_combine(self, indent: int) -> P.LaneCombine:
+        """The combine template below a lane_chains nest, read in a scope of its own."""
+        if self.pos >= len(self.lines) or self.lines[self.pos][1] != indent:
+            raise ValueError("a lane_chains nest needs its combine line")
+        number, _, text = self.lines[self.pos]
+        match = _COMBINE.match(text)
+        if not match:
+            raise PhysicalParseError(f"line {number}: expected 'combine(ARGS) hints (...):'")
+        self.pos += 1
+        own = _Scope()
+        args = tuple(own.declare(name, dtype) for name, dtype in _results(match.group(1)))
+        body_lines = []
+        while self.pos < len(self.lines) and self.lines[self.pos][1] > indent:
+            body_lines.append(self.lines[self.pos])
+            self.pos += 1
+        if not body_lines or not body_lines[-1][2].startswith("yield "):
+            raise PhysicalParseError(f"line {number}: a combine template ends with 'yield'")
+        _declare(body_lines[:-1], own)
+        reader = _Lines(body_lines[:-1], own)
+        body = reader.block(indent + 2)
+        yields = reader.exprs(f"({body_lines[-1][2][len('yield '):]})")
+        values = tuple(yields.args())
+        yields.finish()
+        return P.LaneCombine(args, body, ast.literal_eval(match.group(2)), values)
 
     def loop(self, name: str, rest: str, indent: int) -> P.Loop:
         p = self.exprs(rest)
@@ -430,12 +475,35 @@ class _Lines:
         return P.Store(tensor, offset, value, streaming)
 
 
+def _results(text: str | None) -> list[tuple[str, object]]:
+    """``x: T, y: T`` as (name, type) pairs."""
+    out = []
+    for part in filter(None, (x.strip() for x in (text or "").split(","))):
+        name, _, dtype = part.partition(": ")
+        out.append((name, parse_dtype(dtype)))
+    return out
+
+
+def _frozen(value):
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
 def _declare(lines: list[tuple[int, int, str]], scope: _Scope) -> None:
     """Every variable's type, from its declarations (uses may come before them in the text: a
-    loop-carried value is read at the top of a body and assigned at its end)."""
-    for number, _, text in lines:
+    loop-carried value is read at the top of a body and assigned at its end). A combine
+    template's lines are skipped: its variables are its own."""
+    template_at = None
+    for number, indent, text in lines:
+        if template_at is not None and indent > template_at:
+            continue
+        template_at = None
         try:
-            if match := _ASSIGN.match(text):
+            if match := _TILES.match(text):
+                for name, dtype in _results(match.group(5)):
+                    scope.declare(name, dtype)
+                if match.group(6):
+                    template_at = indent
+            elif match := _ASSIGN.match(text):
                 scope.declare(match.group(1), parse_dtype(match.group(2)))
             elif match := _FOR.match(text):
                 scope.declare(match.group(1), INDEX)

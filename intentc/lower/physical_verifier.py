@@ -162,8 +162,48 @@ class _Kernel:
         elif isinstance(s, P.Check):
             self.condition(s.cond)
             self.check_message(s)
+        elif isinstance(s, P.TileNest):
+            self.tile_nest(s, defined, tensors, task_outer)
         elif not isinstance(s, P.Fence):
             self.fail(f"unknown statement {type(s).__name__}")
+
+    def tile_nest(self, s: P.TileNest, defined: set, tensors: set, task_outer: frozenset) -> None:
+        if s.kind not in P.TILE_KINDS:
+            self.fail(f"unknown tile nest kind '{s.kind}'")
+        for t in s.tensors:
+            self.tensor(t)
+            if t.name not in tensors:
+                self.fail(f"the tensor '{t.name}' is used before it is allocated")
+        if (s.combine is not None) != (s.kind == "lane_chains"):
+            self.fail("a lane_chains nest, and only one, has a combine")
+        if s.combine is not None:
+            self.lane_combine(s.combine)
+        for v in s.results:
+            self.var(v)
+            if v.name in task_outer:
+                self.fail(f"the parallel loop's body assigns '{v.name}', defined outside it")
+            defined.add(v.name)
+
+    def lane_combine(self, c: P.LaneCombine) -> None:
+        """A combine template: single operations on its own earlier variables, typed as the
+        kernel's expressions are; its yields are its variables."""
+        if len(c.hints) != len(c.body):
+            self.fail("a combine template needs one hint per assignment")
+        known = {a.name: a.dtype for a in c.args}
+        for assign in c.body:
+            e = assign.value
+            if not isinstance(assign, P.Assign) or not isinstance(e, (P.Const, P.Binary, P.Unary, P.Compare,
+                                                                        P.Select)):
+                self.fail("a combine template assigns single operations")
+            for x in P.expr_children(e):
+                if not isinstance(x, P.Read) or known.get(x.var.name) != x.dtype:
+                    self.fail(f"a combine template reads '{P.format_expr(x)}', not one of its earlier variables")
+            problem = self.expr_type_error(e, set(known), set())
+            if problem or e.dtype != assign.var.dtype or assign.var.name in known:
+                self.fail(f"a combine template's '{assign.var.name}' is mistyped or assigned twice")
+            known[assign.var.name] = assign.var.dtype
+        if any(not isinstance(y, P.Read) or known.get(y.var.name) != y.dtype for y in c.yields):
+            self.fail("a combine template yields values it does not define")
 
     def loop(self, s: P.Loop, defined: set, tensors: set, task_outer: frozenset) -> None:
         self.expr(s.count, defined, tensors)

@@ -17,9 +17,10 @@ from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
 from intentc.lower.physical_verifier import verify_program
-from intentc.lower.passes import (check_laws, check_unique, expand_tensor_exprs, inline_helpers, keep_all_checks,
-                                  propagate_constants, prove_bounds, schedule_parallel, serialize_points,
-                                  specialize_unit_stride, to_physical)
+from intentc.lower.passes import (check_laws, check_unique, expand_contract_tiles, expand_lane_chains,
+                                  expand_scaled_tiles, expand_sparse_tiles, expand_tensor_exprs, inline_helpers,
+                                  keep_all_checks, propagate_constants, prove_bounds, schedule_parallel,
+                                  serialize_points, specialize_unit_stride, to_physical)
 
 SANITIZERS = ("bounds", "order", "unique", "race", "laws")  # race: order and unique (driver.py)
 
@@ -103,8 +104,19 @@ PASSES: tuple[Pass, ...] = (
     Pass("keep_all_checks", KIR, keep_all_checks.run, "no access carries inbounds: every one is checked (D5)",
          _sanitizer("bounds")),
     Pass("to_physical", TO_PHYSICAL, to_physical.run,
-         "the loop program: variables, ordinal loops, explicit addresses and checks; tile and lane-chain ops "
-         "become register-tiled loop nests"),
+         "the loop program: variables, ordinal loops, explicit addresses and checks; each tile and "
+         "lane-chain op is a tile nest, expanded by the passes below"),
+    Pass("expand_contract_tiles", PHYSICAL, expand_contract_tiles.run,
+         "no contract_tiles nest remains: each is the parallel loop over blocks of C with its "
+         "register-tiled micro-kernel (T3)"),
+    Pass("expand_scaled_tiles", PHYSICAL, expand_scaled_tiles.run,
+         "no scaled_tiles nest remains: each is the register-tiled loop nest over the codes (T4)"),
+    Pass("expand_sparse_tiles", PHYSICAL, expand_sparse_tiles.run,
+         "no sparse24_tiles or csr_tiles nest remains: each is the register-tiled loop nest over the "
+         "stored values (T5)"),
+    Pass("expand_lane_chains", PHYSICAL, expand_lane_chains.run,
+         "no lane_chains nest remains: each is vector code over one chain per lane, with the scalar "
+         "loop of the same chains for strided tensors (R9)"),
     Pass("propagate_constants", PHYSICAL, propagate_constants.run,
          "variables assigned one constant are replaced by it (unit steps become literal)"),
     Pass("specialize_unit_stride", PHYSICAL, specialize_unit_stride.run,

@@ -261,6 +261,42 @@ class Check(Stmt):
 
 
 @dataclass(frozen=True)
+class LaneCombine:
+    """A region scan's combine as a template (``TileNest.combine`` of a ``lane_chains`` nest):
+    ``body`` computes ``yields`` from ``args``, one single-operation assignment per KIR op
+    (``Const``, ``Binary``, ``Unary``, ``Compare`` or ``Select`` of reads of earlier template
+    variables). Its variables are the template's own, not the kernel's: an expansion makes a
+    fresh kernel variable, named after ``hints[k]``, for each instance of ``body[k]``."""
+
+    args: tuple[Var, ...]
+    body: tuple["Assign", ...]
+    hints: tuple[str, ...]
+    yields: tuple["Read", ...]
+
+
+TILE_KINDS = ("contract_tiles", "scaled_tiles", "sparse24_tiles", "csr_tiles", "lane_chains")
+
+
+@dataclass(frozen=True)
+class TileNest(Stmt):
+    """A register-tiled loop nest that is not expanded yet: ``to_physical`` leaves one per KIR
+    tile op (``kind``, one of TILE_KINDS) and the ``expand_*`` physical passes replace it by its
+    loops, so none reaches code generation. ``tensors`` and ``scalars`` are the op's operands (its
+    tensors first), ``results`` the variables it assigns, ``attrs`` the op's attributes (lists
+    as tuples) and ``combine`` a ``lane_chains`` nest's combine."""
+
+    kind: str
+    tensors: tuple[TensorSym, ...]
+    scalars: tuple[Expr, ...]
+    results: tuple[Var, ...] = ()
+    attrs: tuple[tuple[str, object], ...] = ()
+    combine: LaneCombine | None = None
+
+    def attr(self, key: str):
+        return dict(self.attrs)[key]
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     params: tuple  # Var (scalars) or TensorSym, in ABI order
@@ -348,8 +384,25 @@ def format_stmts(stmts, indent: str = "") -> list[str]:
         elif isinstance(s, Check):
             args = "".join(", " + format_expr(a) for a in s.args)
             lines.append(f"{indent}check {format_expr(s.cond)} else {s.code} {s.message!r}{args}")
+        elif isinstance(s, TileNest):
+            lines += _format_tile_nest(s, indent)
         else:
             raise TypeError(s)
+    return lines
+
+
+def _format_tile_nest(s: TileNest, indent: str) -> list[str]:
+    tensors = ", ".join(t.name for t in s.tensors)
+    scalars = ", ".join(format_expr(e) for e in s.scalars)
+    results = "".join(f"{', ' if k else ' -> '}{v.name}: {v.dtype}" for k, v in enumerate(s.results))
+    head = f"{indent}tiles {s.kind}[{tensors}]({scalars}) {dict(s.attrs)!r}{results}"
+    if s.combine is None:
+        return [head]
+    c = s.combine
+    args = ", ".join(f"{a.name}: {a.dtype}" for a in c.args)
+    lines = [head + ":", f"{indent}  combine({args}) hints {c.hints!r}:"]
+    lines += format_stmts(c.body, indent + "    ")
+    lines.append(f"{indent}    yield {', '.join(format_expr(y) for y in c.yields)}")
     return lines
 
 
@@ -372,7 +425,8 @@ def format_program(program: Program) -> str:
 # A node's children are the fields annotated with one of these forms; every traversal (map_expr,
 # map_stmts, walk_stmts, the emitters' read/write analyses, the GPU planner) goes through
 # ``child_fields`` so that adding a field to a node class updates them all.
-EXPR, OPTIONAL_EXPR, EXPRS, BLOCK, DEFINES = "expr", "optional expr", "exprs", "block", "defines"
+EXPR, OPTIONAL_EXPR, EXPRS, BLOCK, DEFINES, DEFINES_ALL = (
+    "expr", "optional expr", "exprs", "block", "defines", "defines all")
 _CHILD_ANNOTATIONS = {"Expr": EXPR, "Expr | None": OPTIONAL_EXPR, "tuple[Expr, ...]": EXPRS,
                       "tuple[Stmt, ...]": BLOCK}
 _CHILD_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
@@ -381,7 +435,8 @@ _CHILD_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
 def child_fields(cls: type) -> tuple[tuple[str, str], ...]:
     """``(field name, role)`` of every child of a node class, in field order. Roles: ``expr``,
     ``optional expr`` (None or an Expr), ``exprs`` (a tuple of Expr), ``block`` (a tuple of
-    Stmt), ``defines`` (the Var a statement assigns: ``Assign.var``, ``Loop.var``)."""
+    Stmt), ``defines`` (the Var a statement assigns: ``Assign.var``, ``Loop.var``), ``defines all``
+    (the Vars it assigns: ``TileNest.results``)."""
     found = _CHILD_FIELDS.get(cls)
     if found is None:
         found = []
@@ -389,6 +444,8 @@ def child_fields(cls: type) -> tuple[tuple[str, str], ...]:
             role = _CHILD_ANNOTATIONS.get(f.type)
             if role is None and f.type == "Var" and issubclass(cls, Stmt):
                 role = DEFINES
+            elif role is None and f.type == "tuple[Var, ...]" and issubclass(cls, Stmt):
+                role = DEFINES_ALL
             if role is not None:
                 found.append((f.name, role))
         found = _CHILD_FIELDS[cls] = tuple(found)
@@ -422,8 +479,14 @@ def stmt_blocks(s: Stmt) -> list[tuple[Stmt, ...]]:
 
 
 def stmt_defines(s: Stmt) -> list[Var]:
-    """The variables ``s`` itself assigns (an Assign's target, a loop's index)."""
-    return [getattr(s, name) for name, role in child_fields(type(s)) if role == DEFINES]
+    """The variables ``s`` itself assigns (an Assign's target, a loop's index, a tile nest's results)."""
+    out = []
+    for name, role in child_fields(type(s)):
+        if role == DEFINES:
+            out.append(getattr(s, name))
+        elif role == DEFINES_ALL:
+            out.extend(getattr(s, name))
+    return out
 
 
 def walk_expr(e: Expr):
@@ -457,6 +520,11 @@ def map_expr(e: Expr, fn) -> Expr:
 def map_stmts(stmts, fn) -> tuple[Stmt, ...]:
     """Apply ``fn`` to every expression inside ``stmts`` (recursively)."""
     return tuple(_map_children(s, lambda e: map_expr(e, fn), lambda block: map_stmts(block, fn)) for s in stmts)
+
+
+def map_blocks(s: Stmt, fn) -> Stmt:
+    """``s`` rebuilt with ``fn`` applied to each statement list nested directly in it."""
+    return _map_children(s, lambda e: e, fn)
 
 
 def walk_stmts(stmts):

@@ -1,13 +1,12 @@
-"""``to_physical``'s lowering of a ``scaled_tiles`` op (T4): the register-tiled loop nest of a
-microscaled contraction over the codes themselves (``scaled_lowering.py`` builds the op,
-its decoded scales and code tables; its docstring describes the scheme). Also the
-physical-expression helpers the sparse tiles share (``TileExprs``, ``mul_add``).
-"""
+"""The ``expand_scaled_tiles`` pass's lowering of a ``scaled_tiles`` nest (T4): the register-tiled
+loop nest of a microscaled contraction over the codes themselves (``scaled_lowering.py`` builds
+the op, its decoded scales and code tables; its docstring describes the scheme). Also the
+physical-expression helpers the sparse tiles share (``TileExprs``, ``mul_add``)."""
 from __future__ import annotations
 
-from intentc.kir.core import Op
 from intentc.kir.types import BOOL, DTYPES, INDEX
 from intentc.lower import program as P
+from intentc.lower.names import NameSupply
 from intentc.lower.scaled_lowering import F32
 
 
@@ -20,8 +19,8 @@ def mul_add(dtype, a: P.Expr, b: P.Expr, c: P.Expr) -> P.Expr:
 class TileExprs:
     """Small helpers for writing physical statements."""
 
-    def __init__(self, low):
-        self.low = low
+    def __init__(self, names: NameSupply):
+        self.names = names
 
     def c(self, v):
         return P.Const(INDEX, v)
@@ -39,7 +38,7 @@ class TileExprs:
         return self.ix("mul", a, b)
 
     def var(self, hint, dtype=INDEX):
-        return self.low.fresh(hint, dtype)
+        return self.names.fresh(hint, dtype)
 
     def let(self, hint, value, out, dtype=INDEX):
         v = self.var(hint, dtype)
@@ -74,11 +73,11 @@ def _strides(h: TileExprs, sym: P.TensorSym, axes: list, c: P.Expr) -> list:
     return out
 
 
-def lower_scaled_tiles(low, op: Op) -> list[P.Stmt]:
-    h = TileExprs(low)
-    A, SA, B, SB, TABLE, OUT = (low.tensors[id(v)] for v in op.operands[:6])
-    m, n, g, c = (low.read(v) for v in op.operands[6:])
-    attrs = op.attrs
+def lower_scaled_tiles(names: NameSupply, nest: P.TileNest) -> list[P.Stmt]:
+    h = TileExprs(names)
+    A, SA, B, SB, TABLE, OUT = nest.tensors
+    m, n, g, c = nest.scalars
+    attrs = dict(nest.attrs)
     mr, vectors, lanes, mc, nc = (attrs[k] for k in ("mr", "vectors", "lanes", "mc", "nc"))
     nr = vectors * lanes
     fa, fb = DTYPES[attrs["fa"]], DTYPES[attrs["fb"]]

@@ -1,30 +1,29 @@
-"""``to_physical``'s lowering of the ``sparse24_tiles`` and ``csr_tiles`` ops (T5): the
-register-tiled loop nests that multiply only the stored values (``sparse_lowering.py``
-builds the ops and their packed operands; its docstring describes the scheme).
-"""
+"""The ``expand_sparse_tiles`` pass's lowering of the ``sparse24_tiles`` and ``csr_tiles`` nests
+(T5): the register-tiled loop nests that multiply only the stored values (``sparse_lowering.py``
+builds the ops and their packed operands; its docstring describes the scheme)."""
 from __future__ import annotations
 
-from intentc.kir.core import Op
 from intentc.kir.types import BOOL, INDEX
 from intentc.lower import program as P
+from intentc.lower.names import NameSupply
 from intentc.lower.scaled_tiles import TileExprs, mul_add
 from intentc.lower.sparse_lowering import I32
 
 
-def lower_sparse_tiles(low, op: Op) -> list[P.Stmt]:
-    """The loop nest of a ``sparse24_tiles`` or ``csr_tiles`` op."""
-    if op.name == "sparse24_tiles":
-        return _two_four_tiles(low, op)
-    return _csr_tiles(low, op)
+def lower_sparse_tiles(names: NameSupply, nest: P.TileNest) -> list[P.Stmt]:
+    """The loop nest of a ``sparse24_tiles`` or ``csr_tiles`` nest."""
+    if nest.kind == "sparse24_tiles":
+        return _two_four_tiles(names, nest)
+    return _csr_tiles(names, nest)
 
 
-def _two_four_tiles(low, op: Op) -> list[P.Stmt]:
+def _two_four_tiles(names: NameSupply, nest: P.TileNest) -> list[P.Stmt]:
     """parallel over MC x NC blocks; per MR x NR tile, for every stored value t (in column order)
     and row r: acc[r][v] += vals[t][r] * bp[panel][cols[t][r]][v] (one vector FMA per vector)."""
-    h = TileExprs(low)
-    VALS, COLS, BP, OUT = (low.tensors[id(v)] for v in op.operands[:4])
-    m, n, k, half = (low.read(v) for v in op.operands[4:])
-    mr, vectors, lanes, mc, nc = (op.attrs[key] for key in ("mr", "vectors", "lanes", "mc", "nc"))
+    h = TileExprs(names)
+    VALS, COLS, BP, OUT = nest.tensors
+    m, n, k, half = nest.scalars
+    mr, vectors, lanes, mc, nc = (nest.attr(key) for key in ("mr", "vectors", "lanes", "mc", "nc"))
     nr = vectors * lanes
     acc = VALS.dtype
     vt = P.VectorType(acc, lanes)
@@ -87,13 +86,13 @@ def _two_four_tiles(low, op: Op) -> list[P.Stmt]:
     return out
 
 
-def _csr_tiles(low, op: Op) -> list[P.Stmt]:
+def _csr_tiles(names: NameSupply, nest: P.TileNest) -> list[P.Stmt]:
     """parallel over (blocks of rows, column panels); per row and panel, for every stored value p
     in storage order: acc[v] += values[p] * bp[panel][columns[p]][v]."""
-    h = TileExprs(low)
-    OFF, COL, VAL, BP, OUT = (low.tensors[id(v)] for v in op.operands[:5])
-    m, n, k = (low.read(v) for v in op.operands[5:])
-    vectors, lanes, rows = (op.attrs[key] for key in ("vectors", "lanes", "rows"))
+    h = TileExprs(names)
+    OFF, COL, VAL, BP, OUT = nest.tensors
+    m, n, k = nest.scalars
+    vectors, lanes, rows = (nest.attr(key) for key in ("vectors", "lanes", "rows"))
     nr = vectors * lanes
     acc = BP.dtype
     vt = P.VectorType(acc, lanes)

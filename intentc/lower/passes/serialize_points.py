@@ -6,17 +6,17 @@ identical results (P1: no order of points is observable).
 
 Before: ``parallel`` and ``point`` loops.
 After: every such loop is a ``serial`` loop; with ``reverse`` its ordinal runs from
-``count - 1`` down to 0 (the loop variable is recomputed from a fresh counter).
+``count - 1`` down to 0 (the loop variable is recomputed from a fresh counter, named beside
+the kernel's other variables: the names depend on the kernel alone, not on what else the
+process compiled).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
 from intentc.kir.types import INDEX
 from intentc.lower import program as P
-
-_fresh = itertools.count()
+from intentc.lower.names import NameSupply
 
 
 def run_increasing(program: P.Program) -> P.Program:
@@ -30,26 +30,27 @@ def run_decreasing(program: P.Program) -> P.Program:
 
 
 def run(program: P.Program, reverse: bool) -> P.Program:
-    return replace(program, kernels=tuple(replace(k, body=_stmts(k.body, reverse)) for k in program.kernels))
+    return replace(program, kernels=tuple(replace(k, body=_stmts(k.body, reverse, NameSupply.of_kernel(k)))
+                                          for k in program.kernels))
 
 
-def _stmts(stmts, reverse: bool) -> tuple:
-    return tuple(_stmt(s, reverse) for s in stmts)
+def _stmts(stmts, reverse: bool, names: NameSupply) -> tuple:
+    return tuple(_stmt(s, reverse, names) for s in stmts)
 
 
-def _stmt(s: P.Stmt, reverse: bool) -> P.Stmt:
+def _stmt(s: P.Stmt, reverse: bool, names: NameSupply) -> P.Stmt:
     if isinstance(s, P.Loop):
-        body = _stmts(s.body, reverse)
+        body = _stmts(s.body, reverse, names)
         if s.kind not in ("parallel", "point"):
             return replace(s, body=body)
         if not reverse:
             return replace(s, body=body, kind="serial", grain=None)
-        counter = P.Var(f"{s.var.name}_down{next(_fresh)}", INDEX)
+        counter = names.fresh(f"{s.var.name}_down", INDEX)
         last = P.Binary(INDEX, "sub", s.count, P.Const(INDEX, 1))
         point = P.Assign(s.var, P.Binary(INDEX, "sub", last, P.read(counter)))
         return P.Loop(counter, s.count, (point,) + body, "serial")
     if isinstance(s, P.If):
-        return replace(s, then=_stmts(s.then, reverse), orelse=_stmts(s.orelse, reverse))
+        return replace(s, then=_stmts(s.then, reverse, names), orelse=_stmts(s.orelse, reverse, names))
     if isinstance(s, P.While):
-        return replace(s, cond_body=_stmts(s.cond_body, reverse), body=_stmts(s.body, reverse))
+        return replace(s, cond_body=_stmts(s.cond_body, reverse, names), body=_stmts(s.body, reverse, names))
     return s

@@ -18,15 +18,10 @@ After: a ``program.Kernel`` per KIR kernel in which
 """
 from __future__ import annotations
 
-import itertools
-
 from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
-from intentc.lower.contract_tiles import lower_contract_tiles
-from intentc.lower.lane_lowering import lower_lane_chains
-from intentc.lower.scaled_tiles import lower_scaled_tiles
-from intentc.lower.sparse_tiles import lower_sparse_tiles
+from intentc.lower.names import NameSupply
 
 ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
 
@@ -46,18 +41,12 @@ class _KernelLowering:
         self.vars: dict[int, P.Var] = {}
         self.tensors: dict[int, P.TensorSym] = {}
         self.domains: dict[int, tuple[P.Expr, P.Expr, P.Expr, P.Expr]] = {}
-        self.names: set[str] = set()
-        self.counter = itertools.count()
+        self.names = NameSupply()
         self.parallel_depth = 0
         self.fast = False  # inside a combine that grants regrouping
 
     def fresh(self, hint: str, dtype) -> P.Var:
-        base = (hint or "v").replace(".", "_")
-        name = base
-        while name in self.names:
-            name = f"{base}_{next(self.counter)}"
-        self.names.add(name)
-        return P.Var(name, dtype)
+        return self.names.fresh(hint, dtype)
 
     def var(self, value: Value) -> P.Var:
         if id(value) not in self.vars:
@@ -155,14 +144,8 @@ class _KernelLowering:
             return self.parallel_op(op)
         if name == "fold":
             return self.fold_op(op)
-        if name == "scaled_tiles":  # T4: scaled_tiles.py
-            return lower_scaled_tiles(self, op)
-        if name in ("sparse24_tiles", "csr_tiles"):  # T5: sparse_tiles.py
-            return lower_sparse_tiles(self, op)
-        if name == "contract_tiles":  # T3: the register-tiled loop nest
-            return lower_contract_tiles(self, op)
-        if name == "lane_chains":  # R9: a region scan's chains in vector lanes
-            return lower_lane_chains(self, op)
+        if name in P.TILE_KINDS:  # T3-T5, R9: expanded by the expand_* physical passes
+            return [self.tile_nest(op)]
         if name == "buffer":
             sym = P.TensorSym(self.fresh(op.result.hint or "buf", INDEX).name, op.result.type.dtype,
                               op.result.type.rank, True, "heap")
@@ -173,6 +156,18 @@ class _KernelLowering:
         if name in ATOMIC_OPS:  # M6: program.Atomic on the checked element address
             return lower_atomic(self, op)
         raise NotImplementedError(f"no physical lowering for KIR op '{name}'")
+
+    def tile_nest(self, op: Op) -> P.TileNest:
+        """The op as a ``TileNest``: its tensors, then its scalars as expressions, its results as
+        variables, its attributes, and a ``lane_chains`` op's combine as a template."""
+        kinds = [isinstance(v.type, TensorType) for v in op.operands]
+        assert kinds == sorted(kinds, reverse=True), f"{op.name}: tensor operands come first"
+        tensors = tuple(self.tensors[id(v)] for v in op.operands if isinstance(v.type, TensorType))
+        scalars = tuple(self.read(v) for v in op.operands if not isinstance(v.type, TensorType))
+        results = tuple(self.var(r) for r in op.results)
+        attrs = tuple((key, _frozen(value)) for key, value in op.attrs.items())
+        combine = _lane_combine(op.regions[0]) if op.name == "lane_chains" else None
+        return P.TileNest(op.name, tensors, scalars, results, attrs, combine)
 
     # -- relations ---------------------------------------------------------------------------
     def domain(self, op: Op) -> list[P.Stmt]:
@@ -384,6 +379,43 @@ class _KernelLowering:
             grain = P.Const(INDEX, op.attrs["grain"]) if kind == "parallel" and "grain" in op.attrs else None
             stmts = (P.Loop(ordinals[depth], self.domains[id(domain)][3], (point,) + stmts, kind, grain),)
         return list(stmts)
+
+
+def _frozen(value):
+    """An attribute value with its lists as tuples (physical nodes are immutable)."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _lane_combine(combine: Block) -> P.LaneCombine:
+    """A combine region (pure scalar ops, then ``yield``) as a ``LaneCombine`` template: the
+    region's arguments ``arg0, ...``, one assignment ``c0, ...`` per op, the ops' hints."""
+    env: dict[int, P.Read] = {}
+    args = []
+    for k, arg in enumerate(combine.args):
+        var = P.Var(f"arg{k}", arg.type)
+        args.append(var)
+        env[id(arg)] = P.read(var)
+    body, hints = [], []
+    for op in combine.ops:
+        if op.name == "yield":
+            return P.LaneCombine(tuple(args), tuple(body), tuple(hints), tuple(env[id(v)] for v in op.operands))
+        a = [env[id(v)] for v in op.operands]
+        t = op.result.type
+        if op.name == "const":
+            expr = P.Const(t, op.attrs["value"])
+        elif op.name == "cmp":
+            expr = P.Compare(BOOL, op.attrs["pred"], a[0], a[1])
+        elif op.name == "select":
+            expr = P.Select(t, a[0], a[1], a[2])
+        elif len(a) == 2:
+            expr = P.Binary(t, op.name, a[0], a[1])
+        else:
+            expr = P.Unary(t, op.name, a[0])
+        var = P.Var(f"c{len(body)}", t)
+        body.append(P.Assign(var, expr))
+        hints.append(op.result.hint or "lane")
+        env[id(op.result)] = P.read(var)
+    raise ValueError("a combine without yield")
 
 
 def lower_atomic(lowering, op: Op) -> list:
