@@ -34,11 +34,11 @@ Also sets each gather/scatter's ``space`` from the root of its relation (M2).
 """
 from __future__ import annotations
 
-from fractions import Fraction
-
 from intentc.diagnostics import CompileError, error
 from intentc.kir.core import Function, Module, Op, Value
 from intentc.kir.provenance import Affine, Provenance
+from intentc.sema.injectivity import InjectiveWrites
+from intentc.sema.lattice import coefficient, integer_solution, matrix_rank, null_vector
 from intentc.kir.types import TensorType
 
 _RELATION_OPS = ("view", "reshape", "permute", "broadcast")
@@ -293,11 +293,12 @@ class _Checker:
                 varying += [self.prov.values[k].hint or "a value" for k in moving if k in self.prov.values]
                 continue
             clean.append(form)
-        matrix = [[_coeff(form, c) for c in columns] for form in clean]
-        if _rank(matrix) == len(columns):
+        matrix = [[coefficient(form, c) for c in columns] for form in clean]
+        if matrix_rank(matrix) == len(columns):
             return
-        if self._ragged_disjoint(access, parallels, indices) or self._monotone(access, parallels, indices, lanes) \
-                or self._rotation(parallels, indices):
+        proofs = InjectiveWrites(self)
+        if proofs.ragged_disjoint(access, parallels, indices) or proofs.monotone(access, parallels, indices, lanes) \
+                or proofs.rotation(parallels, indices):
             return
         where = self._points_text(parallels, lanes)
         name = _tensor_name(self.func, access.root)
@@ -305,7 +306,7 @@ class _Checker:
             (access.guards and any(_inside(self, access, g) for g in access.guards)) or \
             bool(op.attrs.get("masked"))
         if not unknown and not varying and not conditional and parallels and not lanes:
-            d = _null_vector(matrix, len(columns))
+            d = null_vector(matrix, len(columns))
             if d is not None:
                 raise error(f"data race: {self._pair_text(parallels, d)} both write the same element of '{name}'",
                             op.span, rule="P3",
@@ -350,167 +351,6 @@ class _Checker:
         shifted = ", ".join(n if c == 0 else f"{n} {'+' if c > 0 else '-'} {abs(c)}" for n, c in zip(names, d))
         return ", ".join(names), shifted
 
-    def _ragged_disjoint(self, access: _Access, parallels, indices) -> bool:
-        if len(parallels) != 1 or len(parallels[0].regions[0].args) != 1:
-            return False
-        g = parallels[0].regions[0].args[0]
-        for index in indices:
-            form = self.scalar_form(index)
-            if form is None:
-                continue
-            loops = [(k, c) for k, c in form.terms if k in self.loop_domain]
-            rest = [k for k, _ in form.terms if k not in self.loop_domain]
-            if len(loops) != 1 or loops[0][1] not in (1, -1):
-                continue
-            if any(self.classify(k, parallels, []) == "varying" for k in rest):
-                continue
-            sub = self.defs.get(id(self.loop_domain[loops[0][0]]))
-            if sub is None or sub.name != "subregion":
-                continue
-            lo, hi = (self._through_cast(v) for v in sub.operands[1:])
-            if lo is None or hi is None or lo.name != "load" or hi.name != "load" or lo.operands[0] is not \
-                    hi.operands[0]:
-                continue
-            if lo.operands[1] is not g or self.scalar_form(hi.operands[1]) != self.scalar_form(g).shift(1):
-                continue
-            if self._validated(lo.operands[0], parallels[0].operands[0]):
-                return True
-        return False
-
-    def _rotation(self, parallels, indices) -> bool:
-        """``(±p + c) % m`` with the point ``p`` ranging over exactly ``m`` consecutive
-        coordinates: a permutation of [0, m), since ``%`` rounds toward -inf."""
-        if len(parallels) != 1 or len(parallels[0].regions[0].args) != 1:
-            return False
-        p = parallels[0].regions[0].args[0]
-        domain = self.defs.get(id(parallels[0].operands[0]))
-        if domain is None or domain.name != "domain" or self.prov._const(domain.operands[2]) != 1:
-            return False
-        length = self.prov.affine(domain.operands[1]) - self.prov.affine(domain.operands[0])
-        for index in indices:
-            op = self.defs.get(id(index))
-            if op is None or op.name != "mod" or not self.prov.representable(op.operands[0]):
-                continue
-            form = self.prov.affine(op.operands[0])
-            if _coeff(form, id(p)) not in (1, -1) or not self.prov.representable(op.operands[1]):
-                continue
-            rest = [k for k, _ in form.terms if k != id(p)]
-            if any(self.classify(k, parallels, [id(p)]) != "invariant" for k in rest):
-                continue
-            if self.prov.affine(op.operands[1]) == length:
-                return True
-        return False
-
-    def _validated(self, offsets: Value, domain: Value) -> bool:
-        for tensor, outer in self.validated:
-            if tensor is offsets and _same_domain(self, outer, domain):
-                return True
-        return False
-
-    def _monotone(self, access: _Access, parallels, indices, lanes) -> bool:
-        """Stream compaction: index pos[p] (+ c) with pos a cumsum of w >= 0 and w[p] >= 1 where written."""
-        if len(parallels) + (1 if lanes else 0) != 1 or len(lanes) > 1:
-            return False
-        op = access.op
-        for index in indices:
-            if lanes:
-                scan, at = self._scan_lane(index)
-                if scan is None or not op.attrs.get("masked"):
-                    continue
-                weights = scan.operands[0]
-                if self._implies_positive(op.operands[-1], weights, None, lanes=True):
-                    return True
-                continue
-            if len(parallels[0].regions[0].args) != 1:
-                return False
-            p = parallels[0].regions[0].args[0]
-            scan, at = self._scan_element(index)
-            if scan is None or at is not p:
-                continue
-            weights = scan.operands[0]
-            for cond, taken in access.guards:
-                if taken and self._implies_positive(cond, weights, p):
-                    return True
-            if op.attrs.get("masked") and self._implies_positive(op.operands[-1], weights, p):
-                return True
-        return False
-
-    def _scan_element(self, index: Value):
-        """(scan op, position) when ``index`` is ``cast(load(S, position)) (+ const)`` of a cumsum S."""
-        op = self.defs.get(id(index))
-        while op is not None and op.name in ("add", "sub", "cast"):
-            if op.name == "cast":
-                index = op.operands[0]
-            else:
-                consts = [self.prov._const(v) for v in op.operands]
-                if consts[1] is None:
-                    return None, None
-                index = op.operands[0]
-            op = self.defs.get(id(index))
-        if op is None or op.name != "load":
-            return None, None
-        scan = self._cumsum(op.operands[0])
-        return (scan, op.operands[1]) if scan is not None and len(op.operands) == 2 else (None, None)
-
-    def _scan_lane(self, index: Value):
-        op = self.defs.get(id(index))
-        while op is not None and op.name in ("cast", "add", "sub", "broadcast"):
-            if op.name in ("add", "sub"):
-                other = op.operands[1]
-                oop = self.defs.get(id(other))
-                if oop is not None and oop.name == "broadcast":
-                    other = oop.operands[0]
-                if not _is_const_op(self, other):
-                    return None, None
-            index = op.operands[0]
-            op = self.defs.get(id(index))
-        scan = self._cumsum(index)
-        return (scan, None) if scan is not None else (None, None)
-
-    def _cumsum(self, value: Value) -> Op | None:
-        op = self.defs.get(id(value))
-        if op is None or op.name != "scan" or op.attrs.get("arity") != 1 or op.attrs.get("reverse"):
-            return None
-        if op.attrs.get("has_init") or op.operands[0].type.rank != 1 or not op.operands[0].type.dtype.is_int:
-            return None
-        body = [o.name for o in op.regions[0].ops]
-        if body != ["add", "yield"]:
-            return None
-        return op if self._nonnegative(op.operands[0]) else None
-
-    def _nonnegative(self, weights: Value) -> bool:
-        op = self.defs.get(id(weights))
-        if op is None:
-            return False
-        if op.name == "cast":
-            return op.operands[0].type.dtype.is_bool
-        if op.name == "select":
-            return all(self._const_at_least(v, 0) for v in op.operands[1:])
-        return False
-
-    def _const_at_least(self, value: Value, bound: int) -> bool:
-        op = self.defs.get(id(value))
-        if op is not None and op.name == "broadcast":
-            value = op.operands[0]
-            op = self.defs.get(id(value))
-        return op is not None and op.name == "const" and isinstance(op.attrs.get("value"), int) and \
-            op.attrs["value"] >= bound
-
-    def _implies_positive(self, cond: Value, weights: Value, point, lanes: bool = False) -> bool:
-        """Whether ``cond`` (at the point, or lane-wise) implies weights >= 1 there."""
-        wop = self.defs.get(id(weights))
-        if wop is None:
-            return False
-        flags = wop.operands[0] if wop.name in ("cast", "select") else None
-        if wop.name == "select" and not self._const_at_least(wop.operands[1], 1):
-            return False
-        if flags is None:
-            return False
-        if lanes:
-            return cond is flags
-        cop = self.defs.get(id(cond))
-        return cop is not None and cop.name == "load" and cop.operands[0] is flags and cop.operands[1] is point
-
     # -- P3 / A3: provable conflicts between two accesses ---------------------------------------------------
     def _check_pairs(self) -> None:
         by_root: dict[int, list[_Access]] = {}
@@ -547,15 +387,15 @@ class _Checker:
             for form in (a, b):
                 if any(self.classify(k, parallels, points) == "varying" for k, _ in form.terms):
                     return
-            if [_coeff(a, c) for c in points] != [_coeff(b, c) for c in points]:
+            if [coefficient(a, c) for c in points] != [coefficient(b, c) for c in points]:
                 return
             inv_a = Affine(0, tuple((k, c) for k, c in a.terms if k not in points))
             inv_b = Affine(0, tuple((k, c) for k, c in b.terms if k not in points))
             if inv_a != inv_b:
                 return
-            matrix.append([_coeff(a, c) for c in points])
+            matrix.append([coefficient(a, c) for c in points])
             delta.append(b.const - a.const)  # W(p + d) = O(p)  <=>  M d = c_O - c_W
-        d = _integer_solution(matrix, delta, len(points))
+        d = integer_solution(matrix, delta, len(points))
         if d is None or not any(d):
             return
         name = _tensor_name(self.func, w.root)
@@ -571,84 +411,6 @@ class _Checker:
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------------
-def _coeff(form: Affine, key: int) -> int:
-    return dict(form.terms).get(key, 0)
-
-
-def _rank(matrix: list[list[int]]) -> int:
-    rows = [[Fraction(x) for x in row] for row in matrix]
-    rank = 0
-    cols = len(rows[0]) if rows else 0
-    for c in range(cols):
-        pivot = next((r for r in range(rank, len(rows)) if rows[r][c] != 0), None)
-        if pivot is None:
-            continue
-        rows[rank], rows[pivot] = rows[pivot], rows[rank]
-        for r in range(len(rows)):
-            if r != rank and rows[r][c] != 0:
-                f = rows[r][c] / rows[rank][c]
-                rows[r] = [x - f * y for x, y in zip(rows[r], rows[rank])]
-        rank += 1
-    return rank
-
-
-def _reduce(matrix, rhs, cols):
-    rows = [[Fraction(x) for x in row] + [Fraction(b)] for row, b in zip(matrix, rhs)]
-    pivots = []
-    rank = 0
-    for c in range(cols):
-        pivot = next((r for r in range(rank, len(rows)) if rows[r][c] != 0), None)
-        if pivot is None:
-            continue
-        rows[rank], rows[pivot] = rows[pivot], rows[rank]
-        lead = rows[rank][c]
-        rows[rank] = [x / lead for x in rows[rank]]
-        for r in range(len(rows)):
-            if r != rank and rows[r][c] != 0:
-                f = rows[r][c]
-                rows[r] = [x - f * y for x, y in zip(rows[r], rows[rank])]
-        pivots.append(c)
-        rank += 1
-    return rows, pivots, rank
-
-
-def _null_vector(matrix, cols) -> list[int] | None:
-    """A non-zero integer vector d with M d = 0 (M has fewer independent rows than columns)."""
-    rows, pivots, _ = _reduce(matrix, [0] * len(matrix), cols)
-    free = [c for c in range(cols) if c not in pivots]
-    if not free:
-        return None
-    d = [Fraction(0)] * cols
-    d[free[0]] = Fraction(1)
-    for r, c in enumerate(pivots):
-        d[c] = -rows[r][free[0]]
-    scale = 1
-    for x in d:
-        scale = scale * x.denominator // _gcd(scale, x.denominator)
-    return [int(x * scale) for x in d]
-
-
-def _integer_solution(matrix, rhs, cols) -> list[int] | None:
-    """An integer d with M d = rhs (free variables 0; for a zero rhs a null vector), or None."""
-    if not any(rhs):
-        return _null_vector(matrix, cols)
-    rows, pivots, rank = _reduce(matrix, rhs, cols)
-    if any(all(x == 0 for x in row[:-1]) and row[-1] != 0 for row in rows):
-        return None  # inconsistent
-    d = [Fraction(0)] * cols
-    for r, c in enumerate(pivots):
-        d[c] = rows[r][-1]
-    if any(x.denominator != 1 for x in d):
-        return None
-    return [int(x) for x in d]
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
-
-
 def _tensor_name(func: Function, value: Value) -> str:
     for param, arg in zip(func.params, func.args):
         if arg is value:
@@ -666,20 +428,6 @@ def _single_point(checker: _Checker, parallel: Op) -> bool:
         if None in consts or consts[2] <= 0 or consts[1] - consts[0] > consts[2]:
             return False
     return True
-
-
-def _same_domain(checker: _Checker, a: Value, b: Value) -> bool:
-    if a is b:
-        return True
-    oa, ob = checker.defs.get(id(a)), checker.defs.get(id(b))
-    if oa is None or ob is None or oa.name != "domain" or ob.name != "domain":
-        return False
-    return all(checker.prov.affine(x) == checker.prov.affine(y) for x, y in zip(oa.operands, ob.operands))
-
-
-def _is_const_op(checker: _Checker, value: Value) -> bool:
-    op = checker.defs.get(id(value))
-    return op is not None and op.name == "const"
 
 
 def _inside(checker: _Checker, access: _Access, guard) -> bool:
