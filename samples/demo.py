@@ -32,6 +32,22 @@ def _cell(step: harness.Step | None, missing: str = "[dim]skipped[/]") -> str:
     return f"[{colour}]{escape(step.line)}[/]"
 
 
+def _missing_python_needs(source: Path) -> str | None:
+    """Why the sample's Python check cannot run here, or None: kernels with microscaled or
+    bf16 parameters pass them as ml_dtypes arrays (``pip install ".[mx]"``)."""
+    text = source.read_text(encoding="utf-8")
+    if not any(name in text for name in MX_AND_BF16):
+        return None
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        return "needs ml_dtypes (pip install '.[mx]')"
+    return None
+
+
+MX_AND_BF16 = ("f8e4m3", "f8e5m2", "f6e2m3", "f6e3m2", "f4e2m1", "e8m0", "bf16")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("samples", nargs="*", help="sample names (default: all samples/*.intent)")
@@ -62,14 +78,17 @@ def main(argv: list[str] | None = None) -> int:
         build = harness.build_sample(source, out_dir)
         console.print(f"{stem}: intentc build {build.seconds:.2f} s"
                       + ("" if build.ok else f"  [red]{escape(build.line)}[/]"))
-        driver = check = None
+        driver = check = skipped_because = None
         if build.ok:
             if harness.driver_source(stem).is_file():
                 driver = harness.build_driver(stem, out_dir)
                 if driver.ok:
                     driver = harness.run_driver(stem, out_dir)
                 console.print(f"{stem}: C driver  {escape(driver.line)}")
-            if stem in CHECKS:
+            skipped_because = _missing_python_needs(source) if stem in CHECKS else None
+            if skipped_because:
+                console.print(f"{stem}: Python    skipped: {skipped_because}")
+            elif stem in CHECKS:
                 check = harness.run_check(stem, out_dir)
                 console.print(f"{stem}: Python    {escape(check.line)}")
         for what, step in (("intentc build", build), ("C driver", driver), ("Python check", check)):
@@ -82,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             build_cell = f"[yellow]{build_cell}[/]"
         table.add_row(stem, build_cell,
                       _cell(driver, "[dim]no driver[/]" if build.ok else "[dim]skipped[/]"),
-                      _cell(check, "[dim]no check[/]" if build.ok else "[dim]skipped[/]"))
+                      _cell(check, f"[dim]skipped: {escape(skipped_because)}[/]" if build.ok and skipped_because
+                            else "[dim]no check[/]" if build.ok else "[dim]skipped[/]"))
 
     console.print(table)
     for title, step in failed:
