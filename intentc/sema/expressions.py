@@ -23,6 +23,7 @@ from intentc.parse import ast
 from intentc.sema.builtins import call_builtin
 from intentc.sema.folding import fold_binary, fold_compare, fold_unary
 from intentc.sema.memory import subscript_read
+from intentc.sema.python_names import CALLS as PYTHON_CALLS, hint_for
 from intentc.sema.relations import subregion, tensor_method, view
 from intentc.sema.shapes import broadcast_extents, broadcast_to
 from intentc.sema.state import BuilderState
@@ -66,8 +67,9 @@ class ExpressionBuilder(BuilderState):
             return DTypeRef(DTYPES[node.id])
         if node.id.startswith(".dom_"):
             raise error("internal builtin used without arguments", node.span)
+        hint = hint_for(node.id) if node.id not in self.signatures else None
         raise error(f"undefined name '{node.id}'", node.span,
-                    hint="define it before use; names defined inside a loop or one branch are local to it")
+                    hint=hint or "define it before use; names defined inside a loop or one branch are local to it")
 
     def expr_TupleExpr(self, node: ast.TupleExpr):
         return TupleValue(tuple(self.expr(e) for e in node.elts))
@@ -314,6 +316,9 @@ class ExpressionBuilder(BuilderState):
             if isinstance(value, Value) and isinstance(value.type, TensorType) and value.type.rank > 0:
                 return self.index_value(self.shape_of(value)[0], node.span)
             raise error("len takes a domain or a tensor with at least one axis", node.args[0].span)
+        if isinstance(func, ast.Name) and func.id in PYTHON_CALLS and func.id not in self.scope \
+                and func.id not in self.signatures:
+            return PYTHON_CALLS[func.id](self, node)
         if isinstance(func, ast.Name) and func.id == "enumerate" and func.id not in self.scope:
             raise error("enumerate(domain) is only iterated by an ordered for loop", node.span, rule="D6",
                         hint="write `for k, i in enumerate(domain):`")

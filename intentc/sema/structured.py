@@ -2,7 +2,8 @@
 
 ``I.sum / I.prod / I.max / I.min / I.any / I.all / I.argmax / I.argmin`` and
 ``I.reduce(x or (x, y, ...), combine=helper, identity=..., axis=..., keepdims=...)``
-build one ``reduce`` op; ``I.cumsum / I.cumprod`` and ``I.scan(...)`` build one ``scan``
+build one ``reduce`` op; ``I.mean / I.var / I.std`` are sums divided by the member count
+(NumPy's definitions, ``ddof`` included); ``I.cumsum / I.cumprod`` and ``I.scan(...)`` build one ``scan``
 op. The combine is a typed pure region (for a helper: a ``call`` in the region, inlined
 later), the identity is explicit, the axes are kept — exactly what T1/T2 keep.
 
@@ -243,6 +244,60 @@ def _reduce(b, inputs: list[Value], identity: list[Value], combine, axes, keepdi
     return list(op.results)
 
 
+# -- statistics: mean, variance, standard deviation ---------------------------------------------
+def statistic(b, name: str, node: ast.Call):
+    """``I.mean(x, axis=..., keepdims=..., acc=...)``, ``I.var`` and ``I.std`` (also ``ddof=``):
+    ``sum(x) / n``, ``sum((x - mean(x))**2) / (n - ddof)`` and its square root, over the
+    reduced axes (all by default), each sum a ``reduce`` (T1) and each operation rounded once
+    in the float dtype (``x``'s, or ``acc``, into which ``x`` is converted first)."""
+    kwargs = keywords(node, ("acc", "axis", "keepdims") + (("ddof",) if name != "mean" else ()), None)
+    if len(node.args) != 1:
+        raise error(f"I.{name} takes one tensor (and keyword arguments)", node.span)
+    x = _tensor(b.expr(node.args[0]), node.args[0].span)
+    if "acc" in kwargs:
+        acc = dtype_of(kwargs["acc"])
+        if x.type.dtype != acc:
+            x = convert(b, x, acc, node.span)
+    dtype = x.type.dtype
+    if not dtype.is_float:
+        raise error(f"I.{name} needs a float tensor, got {dtype}", node.args[0].span,
+                    hint=f"compute it in a float dtype with acc=, e.g. I.{name}(x, acc=f64)")
+    axes = _axes(kwargs.get("axis"), x.type.rank, node.span)
+    keepdims = flag(kwargs.get("keepdims"), False)
+    ddof = _ddof(kwargs.get("ddof"))
+    shape = b.shape_of(x)
+    span = node.span
+
+    def average(values: Value, keep: bool, less: int) -> Value:
+        zero = b.const(identity_of("add", dtype), dtype, span)
+        total = _reduce(b, [values], [zero], "add", axes, keep, span)[0]
+        count = b.const(1, INDEX, span)
+        for axis in axes:
+            count = b.emit("mul", [count, b.index_value(shape[axis], span)], [INDEX], span=span).result
+        if less:
+            count = b.emit("sub", [count, b.const(less, INDEX, span)], [INDEX], span=span).result
+        members = b.emit("cast", [count], [dtype], span=span).result
+        return b.binary("/", total, members, span, span, span)
+
+    if name == "mean":
+        return average(x, keepdims, 0)
+    deviation = b.binary("-", x, average(x, True, 0), span, span, span)
+    variance = average(b.binary("*", deviation, deviation, span, span, span), keepdims, ddof)
+    if name == "var":
+        return variance
+    return b.shaped_like(b.emit("sqrt", [variance], [variance.type], span=span).result, variance)
+
+
+def _ddof(node) -> int:
+    if node is None:
+        return 0
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool) \
+            and node.value >= 0:
+        return node.value
+    raise error("ddof must be a non-negative integer literal", node.span,
+                hint="ddof=0 divides by n (the population variance), ddof=1 by n - 1 (the sample variance)")
+
+
 # -- scans ---------------------------------------------------------------------------------------
 def scan(b, name: str, node: ast.Call):
     args = node.args
@@ -287,4 +342,5 @@ def scan(b, name: str, node: ast.Call):
 
 
 BUILTINS = {**{name: reduction for name in (*REDUCTIONS, "argmax", "argmin", "reduce")},
+            **{name: statistic for name in ("mean", "var", "std")},
             **{name: scan for name in (*SCANS, "scan")}}
