@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 console.print(f"{stem}: C driver  {escape(driver.line)}")
             skipped_because = _missing_python_needs(source) if stem in CHECKS else None
             if skipped_because:
-                console.print(f"{stem}: Python    skipped: {skipped_because}")
+                console.print(f"{stem}: Python    skipped: {escape(skipped_because)}")
             elif stem in CHECKS:
                 check = harness.run_check(stem, out_dir)
                 console.print(f"{stem}: Python    {escape(check.line)}")
