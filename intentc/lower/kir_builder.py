@@ -40,6 +40,42 @@ def regroupable(combine: Block) -> bool:
 ElementRule = Callable[[Op, Value, list, object, bool], Value]
 
 
+def _written_by(op: Op) -> set[int]:
+    """Ids of the tensors ``op`` (nested ops included) writes, updates or reduces into."""
+    return {id(o.operands[e.operand]) for o in op.walk() for e in effects(o)
+            if e.kind in ("write", "atomic", "buffer_write", "reduce") and e.operand is not None}
+
+
+def _used_by(op: Op) -> set[int]:
+    return {id(v) for o in op.walk() for v in o.operands}
+
+
+class WriteWindows:
+    """For the ops of one block: where each value defined there is last used — directly, in a
+    nested region, or through the tensor-valued ops that are consumed element by element at
+    their own uses — and which tensors each op writes. A value over a tensor needs a
+    snapshot at its definition only when an op between the definition and that last use (the
+    using op included) writes the tensor; otherwise computing its elements where they are
+    read gives the same values (P6: reading a view never copies)."""
+
+    def __init__(self, ops: list[Op], lazy):
+        self.writes = [_written_by(op) for op in ops]
+        self.last_use: dict[int, int] = {}
+        for k in reversed(range(len(ops))):
+            op = ops[k]
+            for v in _used_by(op):
+                self.last_use.setdefault(v, k)  # reversed: the first seen is the latest
+            if lazy(op):  # consumed where its result is read: its operands live as long
+                until = max((self.last_use.get(id(r), k) for r in op.results), default=k)
+                for v in op.operands:
+                    self.last_use[id(v)] = max(self.last_use.get(id(v), k), until)
+
+    def written_before_last_use(self, k: int, op: Op) -> bool:
+        reads = {id(v) for v in op.operands if isinstance(v.type, TensorType)}
+        last = max((self.last_use.get(id(r), k) for r in op.results), default=k)
+        return any(reads & self.writes[j] for j in range(k + 1, last + 1))
+
+
 class KirBuilder:
     """The insertion point and what is known about the values of one kernel being expanded."""
 
@@ -66,6 +102,10 @@ class KirBuilder:
         # id(output view) -> (tensor, start): stores into the view are stores into the tensor.
         self.output_views: dict[int, tuple[Value, Value]] = {}
         self._written: set[int] | None = None  # tensors the kernel writes (computed when first asked)
+        # Whether a value over tensors the kernel writes must be snapshotted where it is defined
+        # (the walk installs the analysis of the block it is in: ``WriteWindows``).
+        self.windows: "WriteWindows | None" = None
+        self.position = 0  # the index, in the block being walked, of the op being expanded
         self.element_rules: dict[str, ElementRule] = {}
 
     def emit(self, name, operands, types=(), attrs=None, span=None, hint="") -> Op:
@@ -91,6 +131,11 @@ class KirBuilder:
         return self._written
 
     def reads_written(self, op: Op) -> bool:
+        """Whether the tensor value ``op`` defines must be materialised where it stands: it reads
+        a tensor that is written before its last (lazy) use. Without a block analysis: whether
+        it reads any tensor the kernel writes."""
+        if self.windows is not None:
+            return self.windows.written_before_last_use(self.position, op)
         return any(id(v) in self.written_tensors() for v in op.operands if isinstance(v.type, TensorType))
 
     def snapshot(self, value: Value, span) -> Value:

@@ -19,7 +19,9 @@ buffers, gathers, scatters and Philox (M1-M6, N1: ``memory_lowering.py``). All s
 kernel's ``KirBuilder`` (``kir_builder.py``), which computes elements and extents.
 
 Guarantees: no tensor-valued pure op is left (each was consumed element by element, or
-snapshotted into a buffer where it reads a tensor the kernel writes, in program order);
+snapshotted into a buffer where it stands when a tensor it reads is written before its last
+use — ``kir_builder.WriteWindows`` — so that reading a view or slice copies nothing unless a
+write in between requires it, P6);
 a load of an expression is checked against the expression's own extents (D5); every
 result is computed with the grouping its family defines, independent of thread count.
 
@@ -33,7 +35,7 @@ from intentc.kir.core import Block, Function, Module, Op, Param, Value
 from intentc.kir.extents import build as build_extent
 from intentc.kir.types import DOMAIN, INDEX, TensorType
 from intentc.lower.contract_lowering import ContractExpansion
-from intentc.lower.kir_builder import KirBuilder
+from intentc.lower.kir_builder import KirBuilder, WriteWindows
 from intentc.lower.memory_lowering import MATERIALIZED as MEMORY_OPS, MemoryExpansion
 from intentc.lower.reduction_lowering import ReductionExpansion
 from intentc.lower.region_lowering import RegionExpansion
@@ -137,10 +139,12 @@ class _Expander:
     # -- walking --------------------------------------------------------------------------
     def _block(self, block: Block, on_return=None) -> list[Op]:
         b = self.b
-        saved = b.out
+        saved, saved_windows, saved_position = b.out, b.windows, b.position
         b.out = []
+        windows = WriteWindows(block.ops, _lazy)
         replace: dict[int, Value] = {}
-        for op in block.ops:
+        for position, op in enumerate(block.ops):
+            b.windows, b.position = windows, position  # (a nested walk installs its own)
             op.operands = [replace.get(id(v), v) for v in op.operands]
             if op.name == "return" and on_return is not None:
                 on_return(op)
@@ -150,8 +154,8 @@ class _Expander:
                 continue
             if op.results and any(isinstance(r.type, TensorType) for r in op.results) and op.name != "call":
                 if b.reads_written(op):
-                    # A value over a tensor the kernel writes is a snapshot taken here (program
-                    # order), so later writes cannot leak into it through fusion.
+                    # A value over a tensor written before its last use is a snapshot taken
+                    # here (program order), so those writes cannot leak into it through fusion.
                     replace[id(op.result)] = b.snapshot(op.result, op.span)
                 continue  # pure tensor-valued op: consumed element by element below
             if op.name == "load" and id(op.operands[0]) not in b.params:
@@ -170,7 +174,8 @@ class _Expander:
             finally:
                 b.depth -= inside
             b.out.append(op)
-        result, b.out = b.out, saved
+        result = b.out
+        b.out, b.windows, b.position = saved, saved_windows, saved_position
         return result
 
     def _write_whole(self, out: Value, value: Value, span) -> None:
@@ -196,6 +201,13 @@ class _Expander:
             b.out += region.ops[:-1]
             return
         b.out.append(Op("parallel", domains, [], None, [region], span))
+
+
+def _lazy(op: Op) -> bool:
+    """Whether an op's tensor value may be computed where it is read (so its operands are read
+    there too): any op with a tensor result, conservatively (a structured op reads its operands
+    where it stands, so treating it as lazy only widens the windows)."""
+    return any(isinstance(r.type, TensorType) for r in op.results)
 
 
 def _replace_in(block: Block, replace: dict[int, Value]) -> None:
