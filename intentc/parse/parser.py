@@ -116,14 +116,15 @@ def _check_nesting(tree: Tree, source: SourceFile) -> None:
                 depth += len(node.children) // 2 - 1
         if depth > MAX_NESTING:
             raise too_deep(_node_span(node, source))
-        elifs = 0
+        elifs, children = 0, []
         for child in node.children:
             if isinstance(child, Tree):
                 if child.data in ("elif_clause", "else_clause") and node.data == "if_stmt":
                     elifs += 1
-                    stack.append((child, depth + elifs))
+                    children.append((child, depth + elifs))
                 else:
-                    stack.append((child, depth))
+                    children.append((child, depth))
+        stack.extend(reversed(children))  # leftmost first: report where the too-deep part starts
 
 
 def _node_span(node: Tree, source: SourceFile) -> Span | None:
