@@ -11,7 +11,8 @@ from lark.indenter import DedentError
 
 from intentc.diagnostics import CompileError, error
 from intentc.parse import ast
-from intentc.parse.indenter import MAX_STATEMENT_TOKENS, IntentIndenter, StatementTooLong
+from intentc.parse import indenter
+from intentc.parse.indenter import IntentIndenter, StatementTooLong
 from intentc.parse.to_ast import ToAst
 from intentc.resources import grammar_path
 from intentc.source import SourceFile, Span
@@ -70,7 +71,7 @@ def parse_source(text: str, path: str = "<input>") -> ast.Module:
                     _dedent_span(source), hint="indent it exactly as far as the block it belongs to") from None
     except StatementTooLong as exc:
         start = exc.token.start_pos or 0
-        raise error(f"this statement is too long: it has more than {MAX_STATEMENT_TOKENS} tokens",
+        raise error(f"this statement is too long: it has more than {indenter.MAX_STATEMENT_TOKENS} tokens",
                     Span(source, start, max(start + 1, exc.token.end_pos or 0)),
                     hint="split it into several statements (name the parts of a long expression)") from None
     except UnexpectedInput as exc:  # any other Lark failure still becomes a diagnostic

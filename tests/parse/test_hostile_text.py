@@ -96,7 +96,7 @@ FORMS = {"parens": MAX_NESTING - 4, "calls": MAX_NESTING - 4, "unary": MAX_NESTI
 def test_nesting_limit_is_a_located_diagnostic(form):
     under = FORMS[form]
     parse_source(_nested(form, under), "t.intent")  # at the limit: accepted
-    for depth in (under + 1, 1500):
+    for depth in (under + 1, 400 if form in ("ifs", "elifs") else 1500):
         diag = _diagnostic(_nested(form, depth), parse_only=True)
         assert "nests too deeply" in diag.message and str(MAX_NESTING) in diag.message, diag.render_plain()
         assert diag.span is not None and diag.span.line >= 5, diag.render_plain()
@@ -130,18 +130,22 @@ def test_a_megabyte_line_is_refused_while_lexing():
     assert max(len(line) for line in rendered.splitlines()) < 200, "the line is shown as an excerpt"
 
 
-def test_statement_token_limit_boundary():
+def test_statement_token_limit_boundary(monkeypatch):
+    from intentc.parse import indenter
+
+    monkeypatch.setattr(indenter, "MAX_STATEMENT_TOKENS", 40)  # the same code path, at a cheap size
+
     def statement(tokens: int) -> str:
         # "    o[0] = [" is 6 tokens, "]" one; each "0, " is two.
         items = (tokens - 7) // 2
         return HEAD + "    o[0] = [" + "0, " * items + "]\n"
 
-    parse_source(statement(MAX_STATEMENT_TOKENS - 1), "t.intent")
-    diag = _diagnostic(statement(MAX_STATEMENT_TOKENS + 2), parse_only=True)
-    assert "too long" in diag.message
-    # Newlines inside brackets do not end the statement, one per line does.
-    parse_source(HEAD + ("    o[0] = 1\n" * (MAX_STATEMENT_TOKENS // 2)), "t.intent")
-    wrapped = HEAD + "    o[0] = [\n" + "0,\n" * MAX_STATEMENT_TOKENS + "]\n"
+    parse_source(statement(39), "t.intent")
+    diag = _diagnostic(statement(42), parse_only=True)
+    assert diag.message == "this statement is too long: it has more than 40 tokens"
+    # A line break inside brackets does not end the statement, one outside does.
+    parse_source(HEAD + ("    o[0] = 1\n" * 40), "t.intent")
+    wrapped = HEAD + "    o[0] = [\n" + "0,\n" * 40 + "]\n"
     assert "too long" in _diagnostic(wrapped, parse_only=True).message
 
 
