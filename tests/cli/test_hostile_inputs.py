@@ -176,3 +176,24 @@ def test_an_unwritable_output_is_a_diagnostic(tmp_path):
     (tmp_path / "file").write_text("not a folder")
     proc = intentc("build", str(SAXPY), "-o", str(tmp_path / "file" / "k.h"), cwd=tmp_path)
     assert proc.returncode == 1 and b"cannot write" in proc.stderr, proc.stderr
+
+
+def test_a_compiler_bug_is_reported_without_a_traceback(monkeypatch):
+    """The last line of defence: an exception that is not a diagnostic (a bug) is one
+    paragraph and exit status 3; INTENTC_TRACEBACK=1 lets the traceback through."""
+    from click.testing import CliRunner
+
+    from intentc import cli, driver
+
+    def broken(text, path):
+        raise RuntimeError("a bug \x1b[2J in the front end")
+
+    monkeypatch.setattr(driver, "frontend", broken)
+    monkeypatch.delenv("INTENTC_TRACEBACK", raising=False)
+    result = CliRunner().invoke(cli.main, ["check", str(SAXPY)])
+    assert result.exit_code == cli.INTERNAL_ERROR_EXIT, result.output
+    assert "internal error: RuntimeError: a bug \\x1b[2J in the front end" in result.output
+    assert "Traceback" not in result.output and "\x1b" not in result.output
+    monkeypatch.setenv("INTENTC_TRACEBACK", "1")
+    result = CliRunner().invoke(cli.main, ["check", str(SAXPY)])
+    assert isinstance(result.exception, RuntimeError)
