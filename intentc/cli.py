@@ -7,7 +7,7 @@ import time
 import click
 
 from intentc import __version__
-from intentc.diagnostics import CompileError, render_rich
+from intentc.diagnostics import CompileError, Diagnostic, render_rich
 
 STAGES = ("ast", "kir", "lowered", "physical", "llvm", "llvm-opt", "asm")
 
@@ -23,6 +23,48 @@ def _fail(exc: CompileError) -> None:
     count = len(exc.diagnostics)
     _console().print(f"[bold red]{count} error{'s' if count != 1 else ''}[/]")
     sys.exit(1)
+
+
+# Exit status of a failure that is the compiler's own fault (1: the program's errors, 2: usage).
+INTERNAL_ERROR_EXIT = 3
+
+
+def _diagnosed(command):
+    """Run a command so that it ends in its output, diagnostics (exit 1) or, for a bug of the
+    compiler, a one-paragraph internal-error report (exit 3) instead of a Python traceback
+    (``INTENTC_TRACEBACK=1`` lets the traceback through, for debugging)."""
+    import functools
+    import os
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except CompileError as exc:
+            _fail(exc)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except RecursionError:
+            from intentc.parse.parser import too_deep
+
+            _fail(too_deep(None))
+        except MemoryError:
+            _fail(CompileError([Diagnostic("out of memory", hint="the program is too large for this machine")]))
+        except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
+            if os.environ.get("INTENTC_TRACEBACK"):
+                raise
+            from rich.markup import escape
+
+            from intentc.source import display_path
+
+            console = _console()
+            console.print(f"[bold red]internal error:[/] {escape(display_path(f'{type(exc).__name__}: {exc}'))}",
+                          highlight=False, soft_wrap=True)
+            console.print("[cyan]  hint: this is a bug in intentc; please report it with the source file "
+                          "(INTENTC_TRACEBACK=1 shows where it happened)[/]", highlight=False, soft_wrap=True)
+            sys.exit(INTERNAL_ERROR_EXIT)
+
+    return run
 
 
 def _data_folder(name: str) -> str:
@@ -70,6 +112,7 @@ def main(ctx, cmake_dir, make_dir):
                    "(INTENT_E_SANITIZER, naming the law and helpers) if a helper law does not hold (R2, R6; "
                    "CPU targets). Repeatable.")
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
+@_diagnosed
 def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize, verify_each):
     """Compile SOURCE into OUTPUT."""
     from intentc.driver import build as build_files
@@ -82,8 +125,10 @@ def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize, 
     except CompileError as exc:
         _fail(exc)
     if verbose:
+        from intentc.source import display_path
+
         for path in written:
-            click.echo(f"wrote {path}")
+            click.echo(f"wrote {display_path(path)}")
         click.echo(f"built in {time.perf_counter() - start:.2f} s")
 
 
@@ -98,6 +143,7 @@ def _request_verify_each() -> None:
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
+@_diagnosed
 def check(source):
     """Check SOURCE and print its diagnostics (exit 1 on errors)."""
     from intentc.driver import frontend, read_source
@@ -106,7 +152,10 @@ def check(source):
         module = frontend(read_source(source), source)
     except CompileError as exc:
         _fail(exc)
-    click.echo(f"{source}: ok ({len(module.kernels)} kernel{'s' if len(module.kernels) != 1 else ''})")
+    from intentc.source import display_path
+
+    count = len(module.kernels)
+    click.echo(f"{display_path(source)}: ok ({count} kernel{'s' if count != 1 else ''})")
 
 
 @main.command()
@@ -118,6 +167,7 @@ def check(source):
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
 @click.option("--target", default="host", show_default=True)
 @click.option("--cpu", default="native", show_default=True)
+@_diagnosed
 def explain(source, stage, print_after, verify_each, target, cpu):
     """Show SOURCE at one stage of the pipeline."""
     if verify_each:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from intentc.source import Span
+from intentc.source import Span, char_width, display_char
 
 
 @dataclass(frozen=True)
@@ -25,24 +25,60 @@ class Diagnostic:
         head = f"{self.severity}"
         if self.rule:
             head += f"[{self.rule}]"
-        head += f": {self.message}"
+        head += f": {_printable(self.message)}"
         lines = []
         if self.span is not None:
             lines.append(f"{self.span.location()}: {head}")
             line, column = self.span.source.line_col(self.span.start)
-            text = self.span.source.line_text(line)
             end_line, end_column = self.span.source.line_col(max(self.span.start, self.span.end - 1))
-            width = (end_column - column + 1) if end_line == line else max(1, len(text) - column + 1)
+            text = self.span.source.line_text(line)
+            end = end_column if end_line == line else len(text)
             gutter = f"{line:>4} | "
-            lines.append(gutter + text)
-            lines.append(" " * (len(gutter) + column - 1) + "^" * max(1, width))
+            shown, caret = _excerpt(text, column - 1, max(end, column))
+            lines.append(gutter + shown)
+            lines.append(" " * len(gutter) + caret)
         else:
             lines.append(head)
         for note in self.notes:
-            lines.append(f"  note: {note}")
+            lines.append(f"  note: {_printable(note)}")
         if self.hint:
-            lines.append(f"  hint: {self.hint}")
+            lines.append(f"  hint: {_printable(self.hint)}")
         return "\n".join(lines)
+
+
+# A source line longer than this is shown as an excerpt around the caret.
+_EXCERPT_CHARS = 160
+
+
+def _excerpt(text: str, start: int, end: int) -> tuple[str, str]:
+    """The source line as shown (special characters replaced, long lines cut around the
+    caret) and the caret line under it, aligned column for column on a terminal.
+
+    ``start``/``end``: the underlined characters' indices in ``text`` (end exclusive,
+    > start; they may point past the end, at the line break)."""
+    lo, hi, prefix, suffix = 0, len(text), "", ""
+    if len(text) > _EXCERPT_CHARS:
+        lo = max(0, min(start - _EXCERPT_CHARS // 3, len(text) - _EXCERPT_CHARS))
+        hi = min(len(text), lo + _EXCERPT_CHARS)
+        prefix, suffix = ("..." if lo > 0 else ""), ("..." if hi < len(text) else "")
+    shown, offset, width = [prefix], len(prefix), 0
+    for index in range(lo, hi):
+        piece = display_char(text[index])
+        columns = sum(char_width(c) for c in piece)
+        shown.append(piece)
+        if index < start:
+            offset += columns
+        elif index < end:
+            width += columns
+    return "".join(shown) + suffix, " " * offset + "^" * max(1, width)
+
+
+def _printable(text: str) -> str:
+    """A message as it can be printed: control characters (a source's escape sequence, a
+    form feed quoted into a message) become escapes, so that no diagnostic drives the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
 
 
 @dataclass

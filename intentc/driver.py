@@ -3,13 +3,16 @@ source to the reference interpreter (``interpret``)."""
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from intentc.base.atomic_files import staged
 from intentc.diagnostics import CompileError, error
 from intentc.kir.core import Module
+from intentc.source import display_path
 
 
 @dataclass
@@ -36,7 +39,7 @@ def frontend(text: str, path: str) -> Module:
 
     try:
         module = build_module(parse_source(text, path), module_name(path))
-    except RecursionError:
+    except RecursionError:  # a safety net: the parser's nesting limit keeps sema well inside the stack
         raise _too_deep() from None
     try:
         verify_module(module)
@@ -90,17 +93,17 @@ def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str 
 
 
 def _too_deep() -> CompileError:
-    return error("the program nests too deeply for the compiler (expressions or blocks)",
-                 hint="split a deeply nested expression or block into several statements or helpers")
+    from intentc.parse.parser import too_deep
+
+    return too_deep(None)
 
 
 def read_source(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read {path}: {exc}") from None
+    """The text of a source file: only a regular file is read, and it must be UTF-8; anything
+    else is a ``CompileError`` (``intentc/parse/reader.py``)."""
+    from intentc.parse.reader import read_source as read
+
+    return read(path)
 
 
 def compile_source(text: str, path: str, target: str | None = None, cpu: str = "native",
@@ -141,7 +144,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
                                 for order in ("increasing", "decreasing"))
     except RecursionError:
         raise _too_deep() from None
-    manifest = module_manifest(module, Path(path).name)
+    manifest = module_manifest(module, display_path(Path(path).name))
     if checks:
         manifest["sanitize"] = sorted(checks)
     try:
@@ -163,8 +166,12 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
 def build(source: str | Path, output: str | Path, target: str | None = None, cpu: str = "native",
           emit_header: bool | None = None, depfile: str | Path | None = None,
           sanitize: tuple[str, ...] = ()) -> list[Path]:
-    """Compile ``source`` into ``output`` (.so, .o, .a, .h or .ptx by extension); return the files written."""
+    """Compile ``source`` into ``output`` (.so, .o, .a, .h or .ptx by extension); return the files written.
+
+    Every file is written beside its final name and renamed into place once all of them are
+    complete: a failed build leaves no artifact (old or partial) changed."""
     from intentc.codegen import link
+    from intentc.codegen.depfile import depfile_bytes
     from intentc.codegen.header import render_header
     from intentc.codegen.optimize import emit_object
     from intentc.resources import runtime_dir
@@ -176,33 +183,90 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
             raise _laws_on_gpu()
         return _build_ptx(source, output, target, depfile)
     if kind not in (".so", ".o", ".a", ".h"):
-        raise error(f"cannot tell what to build from '{output.name}'",
+        raise error(f"cannot tell what to build from '{display_path(output.name)}'",
                     hint="name the output .so (shared library), .o (object), .a (archive) or .h (header)")
+    deps = depfile_bytes(output, [source, *link.runtime_dependencies(kind)]) if depfile is not None else None
     compiled = compile_source(read_source(source), str(source), target, cpu, sanitize=tuple(sanitize))
-    written: list[Path] = []
     header_path = output if kind == ".h" else output.with_suffix(".h")
-    try:
+    with _Artifacts() as artifacts:
         if kind != ".h":
             obj = emit_object(compiled.optimized, compiled.spec)
-            if kind == ".so":
-                link.link_shared(obj, output, compiled.spec)
-            elif kind == ".o":
-                link.link_relocatable(obj, output, compiled.spec)
-            else:
-                link.archive(obj, output, compiled.spec)
-            written.append(output)
-    except link.LinkError as exc:
-        raise error(str(exc)) from None
-    if kind == ".h" or emit_header is not False and (emit_header or kind == ".so"):
-        header_path.parent.mkdir(parents=True, exist_ok=True)
-        header_path.write_text(render_header(compiled.manifest, module_name(str(source))))
-        shutil.copyfile(runtime_dir() / "intent_runtime.h", header_path.parent / "intent_runtime.h")
-        written += [header_path, header_path.parent / "intent_runtime.h"]
-    if depfile is not None:
-        from intentc.codegen.depfile import write_depfile
+            make = {".so": link.link_shared, ".o": link.link_relocatable, ".a": link.archive}[kind]
+            try:
+                make(obj, artifacts.stage(output), compiled.spec)
+            except link.LinkError as exc:
+                raise error(str(exc)) from None
+        if kind == ".h" or emit_header is not False and (emit_header or kind == ".so"):
+            header = render_header(compiled.manifest, module_name(str(source)))
+            artifacts.write(header_path, header.encode("utf-8"))
+            artifacts.write(header_path.parent / "intent_runtime.h",
+                            (runtime_dir() / "intent_runtime.h").read_bytes())
+        if deps is not None:
+            artifacts.write(Path(depfile), deps)
+        return artifacts.commit()
 
-        written.append(write_depfile(depfile, output, [source, *link.runtime_dependencies(kind)]))
-    return written
+
+class _Artifacts:
+    """The files of one build, staged beside their final names (``intentc.base.atomic_files``)
+    and renamed into place together by ``commit``; on an exception every staged file is removed.
+    A file system error (a folder that cannot be created, a full disk) is a diagnostic."""
+
+    def __init__(self):
+        self._staged: list[tuple[Path, Path]] = []  # (temporary, final)
+        self._folders: list[Path] = []
+
+    def __enter__(self) -> "_Artifacts":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        for temporary, _ in self._staged:
+            temporary.unlink(missing_ok=True)
+        for folder in self._folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _cannot_write(getattr(exc, "filename", None), exc) from None
+        return False
+
+    def stage(self, final: Path) -> Path:
+        """An empty file to write ``final``'s content into."""
+        try:
+            temporary = staged(final)
+        except OSError as exc:
+            raise _cannot_write(final, exc) from None
+        self._staged.append((temporary, final))
+        return temporary
+
+    def write(self, final: Path, data: bytes) -> None:
+        self.stage(final).write_bytes(data)
+
+    def adopt(self, written: Path, final: Path) -> None:
+        """A file already written (in a folder of ``stage_folder``) that becomes ``final``."""
+        self._staged.append((written, final))
+
+    def stage_folder(self, near: Path) -> Path:
+        """A new empty folder beside ``near``, removed with the build's other temporary files."""
+        import tempfile
+
+        try:
+            near.parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(prefix=f".{near.name[:40]}.", suffix=".tmp", dir=near.parent))
+        except OSError as exc:
+            raise _cannot_write(near, exc) from None
+        self._folders.append(folder)
+        return folder
+
+    def commit(self) -> list[Path]:
+        done = []
+        for temporary, final in self._staged:
+            os.replace(temporary, final)
+            done.append(final)
+        self._staged = []
+        return done
+
+
+def _cannot_write(path, exc: OSError) -> CompileError:
+    where = f" {display_path(path)}" if path is not None else ""
+    return error(f"cannot write{where}: {exc.strerror or exc}", hint="check that the output folder is writable")
 
 
 def _laws_on_gpu():
@@ -212,21 +276,27 @@ def _laws_on_gpu():
 
 def _build_ptx(source: Path, output: Path, target: str | None, depfile) -> list[Path]:
     """``K.ptx`` and its manifest ``K.ptx.json`` for a GPU target (docs/ptx-abi.md)."""
+    from intentc.codegen.depfile import depfile_bytes
     from intentc.codegen.emit_llvm import UnsupportedError
     from intentc.codegen.emit_nvptx import write_ptx
 
     if not str(target or "").startswith("sm_"):
-        raise error(f"'{output.name}' is PTX, which needs a GPU target",
+        raise error(f"'{display_path(output.name)}' is PTX, which needs a GPU target",
                     hint="add --target sm_80 (or sm_86, sm_89, sm_90)")
     if output.suffix != ".ptx":
-        raise error(f"target {target} produces PTX, not '{output.name}'", hint="name the output .ptx")
+        raise error(f"target {target} produces PTX, not '{display_path(output.name)}'", hint="name the output .ptx")
+    deps = depfile_bytes(output, [source]) if depfile is not None else None
     compiled = compile_source(read_source(source), str(source), target)
-    try:
-        written = write_ptx(compiled, output)
-    except UnsupportedError as exc:
-        raise error(f"not supported on target {target}: {exc}", rule="T7") from None
-    if depfile is not None:
-        from intentc.codegen.depfile import write_depfile
-
-        written.append(write_depfile(depfile, output, [source]))
-    return written
+    with _Artifacts() as artifacts:
+        # write_ptx names the PTX in its manifest: write both under their final names in a
+        # folder of their own, then rename them beside each other.
+        folder = artifacts.stage_folder(output)
+        try:
+            written = write_ptx(compiled, folder / output.name)
+        except UnsupportedError as exc:
+            raise error(f"not supported on target {target}: {exc}", rule="T7") from None
+        for path in written:
+            artifacts.adopt(path, output.parent / path.name)
+        if deps is not None:
+            artifacts.write(Path(depfile), deps)
+        return artifacts.commit()

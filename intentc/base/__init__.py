@@ -8,6 +8,7 @@ parser, KIR, the interpreter, the lowering and code generation can all depend on
 - ``blocking``: how a privatized ``scatter_reduce`` cuts its lanes into blocks (M5);
 - ``philox``: the constants of the Philox4x32-10 generator (N1);
 - ``laws``: how closely the two sides of a region law must agree (R2, R6);
+- ``atomic_files``: artifacts written beside their final name and renamed into place;
 - ``elementary``: intentc's own ``exp``, ``log`` and ``tanh``, written once over an
   abstract IEEE arithmetic that code generation runs as LLVM IR and the interpreter
   with NumPy.

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
-from lark import Lark
+from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 from lark.indenter import DedentError
 
 from intentc.diagnostics import CompileError, error
 from intentc.parse import ast
-from intentc.parse.indenter import IntentIndenter
+from intentc.parse import indenter
+from intentc.parse.indenter import IntentIndenter, StatementTooLong
 from intentc.parse.to_ast import ToAst
 from intentc.resources import grammar_path
 from intentc.source import SourceFile, Span
@@ -48,6 +50,8 @@ def _expected_words(expected) -> str:
 
 
 def parse_source(text: str, path: str = "<input>") -> ast.Module:
+    """The AST of ``text``, or a ``CompileError`` with located diagnostics (never another exception
+    for any text: odd characters, literals, nesting or lengths are diagnostics)."""
     text = text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte order mark, as Python allows
     source = SourceFile.from_text(path, text if text.endswith("\n") else text + "\n")
     try:
@@ -65,17 +69,77 @@ def parse_source(text: str, path: str = "<input>") -> ast.Module:
     except DedentError:
         raise error("inconsistent indentation: this line does not match any outer block",
                     _dedent_span(source), hint="indent it exactly as far as the block it belongs to") from None
+    except StatementTooLong as exc:
+        start = exc.token.start_pos or 0
+        raise error(f"this statement is too long: it has more than {indenter.MAX_STATEMENT_TOKENS} tokens",
+                    Span(source, start, max(start + 1, exc.token.end_pos or 0)),
+                    hint="split it into several statements (name the parts of a long expression)") from None
     except UnexpectedInput as exc:  # any other Lark failure still becomes a diagnostic
         raise error(f"syntax error: {exc}", Span(source, 0, 1)) from None
+    _check_nesting(tree, source)
     try:
         return ToAst(source).transform(tree)
-    except RecursionError:
-        raise error("the program nests too deeply for the compiler (expressions or blocks)",
-                    hint="split a deeply nested expression or block into several statements or helpers") from None
+    except RecursionError:  # a safety net: _check_nesting keeps the tree shallower than this
+        raise too_deep(None) from None
     except VisitError as exc:
         if isinstance(exc.orig_exc, CompileError):
             raise exc.orig_exc from None
-        raise
+        if isinstance(exc.orig_exc, RecursionError):
+            raise too_deep(None) from None
+        meta = getattr(exc.obj, "meta", None)
+        span = Span(source, meta.start_pos, meta.end_pos) if meta is not None and not meta.empty else None
+        raise error(f"internal error: the parser failed on this {exc.rule}: {type(exc.orig_exc).__name__}: "
+                    f"{exc.orig_exc}", span, hint="please report this with the source file") from None
+
+
+# How deeply expressions, calls, subscripts and blocks may nest inside one another. Python's
+# parser stops at 200 brackets and 100 indentation levels; the compiler's stages recurse on the
+# tree (with Python's default recursion limit they manage about twice this in the worst case).
+MAX_NESTING = 100
+
+# Rules that only group their children: they add no level of nesting.
+_GROUPING = frozenset({"start", "suite", "arguments", "subscripts", "parameters", "param", "else_clause",
+                       "for_target", "dotted_name", "decorator", "funcdef"})
+
+
+def _check_nesting(tree: Tree, source: SourceFile) -> None:
+    """Refuse a tree nesting deeper than MAX_NESTING, at the first construct too deep.
+
+    One level per expression (a chain ``a + b + c`` is nested, one level per operator; a
+    comparison chain ``a < b < c`` and an if/elif chain too, as the AST nests them) and
+    per block; iterative, so that any depth is measured without recursion."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.data not in _GROUPING:
+            depth += 1
+            if node.data == "compare":
+                depth += len(node.children) // 2 - 1
+        if depth > MAX_NESTING:
+            raise too_deep(_node_span(node, source))
+        elifs, children = 0, []
+        for child in node.children:
+            if isinstance(child, Tree):
+                if child.data in ("elif_clause", "else_clause") and node.data == "if_stmt":
+                    elifs += 1
+                    children.append((child, depth + elifs))
+                else:
+                    children.append((child, depth))
+        stack.extend(reversed(children))  # leftmost first: report where the too-deep part starts
+
+
+def _node_span(node: Tree, source: SourceFile) -> Span | None:
+    meta = node.meta
+    if getattr(meta, "empty", True):
+        return None
+    return Span(source, meta.start_pos, max(meta.start_pos + 1, meta.end_pos))
+
+
+def too_deep(span: Span | None) -> CompileError:
+    return error(f"this nests too deeply: more than {MAX_NESTING} levels of expressions and blocks inside one "
+                 "another", span, notes=("each operator of a chain such as a + b + c, each call, subscript and "
+                                          "bracket and each block counts as one level",),
+                 hint="give inner parts names in statements of their own, or move them into an @intent.fn helper")
 
 
 def _dedent_span(source: SourceFile) -> Span:
@@ -87,7 +151,7 @@ def _dedent_span(source: SourceFile) -> Span:
                 last = token
     except DedentError:
         pass
-    except (UnexpectedInput, AssertionError):
+    except (UnexpectedInput, AssertionError, StatementTooLong):
         last = None
     if last is None or last.end_pos is None:
         return Span(source, 0, 1)
@@ -131,8 +195,6 @@ def _token_error(source: SourceFile, exc: UnexpectedToken) -> CompileError:
 
 
 def parse_file(path: str | Path) -> ast.Module:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"cannot read {path}: {exc}") from None
-    return parse_source(text, str(path))
+    from intentc.parse.reader import read_source
+
+    return parse_source(read_source(path), os.fsdecode(os.fspath(path)))

@@ -1,6 +1,8 @@
 """Lark parse tree -> Intent AST (intentc.parse.ast), keeping a span on every node."""
 from __future__ import annotations
 
+import re
+
 from lark import Token, Transformer, v_args
 
 from intentc.diagnostics import error
@@ -10,6 +12,23 @@ from intentc.source import SourceFile, Span
 class _Decorator(tuple):
     def __new__(cls, dotted: str, span: Span):
         return super().__new__(cls, (dotted, span))
+
+
+# Number literals as Python writes them: an underscore only between two digits (or right
+# after a base prefix). The grammar's INT and FLOAT tokens are looser, so that a misplaced
+# underscore is a diagnostic naming the literal rather than a syntax error.
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_INT_SYNTAX = re.compile(rf"0[xX](?:_?[0-9a-fA-F])+|0[bB](?:_?[01])+|{_DIGITS}")
+_FLOAT_SYNTAX = re.compile(rf"(?:(?:{_DIGITS})?\.{_DIGITS}|{_DIGITS}\.?)(?:[eE][+-]?{_DIGITS})?")
+
+
+def _bad_number(raw: str, span: Span):
+    if raw[:2].lower() in ("0x", "0b") and not raw[2:].strip("_"):
+        base = "hexadecimal" if raw[1] in "xX" else "binary"
+        return error(f"the {base} literal '{raw}' has no digits", span,
+                     hint=f"write digits after {raw[:2]}, e.g. {raw[:2]}1")
+    return error(f"invalid number literal '{raw}'", span,
+                 hint="an underscore may only stand between two digits, e.g. 1_000 or 0xff_ff")
 
 
 _DECORATOR_KINDS = {"intent.kernel": "kernel", "intent.fn": "fn", "I.kernel": "kernel", "I.fn": "fn"}
@@ -236,7 +255,10 @@ class ToAst(Transformer):
         return ast.Name(self._span(meta), str(children[0]))
 
     def int_literal(self, meta, children):
-        text = str(children[0]).replace("_", "")
+        raw = str(children[0])
+        if not _INT_SYNTAX.fullmatch(raw):
+            raise _bad_number(raw, self._span(meta))
+        text = raw.replace("_", "")
         if len(text) > 1 and text[0] == "0" and text[1].isdigit() and text.strip("0"):
             raise error(f"an integer literal cannot start with 0: '{text}'", self._span(meta),
                         hint=f"write {text.lstrip('0')}")
@@ -246,7 +268,10 @@ class ToAst(Transformer):
         return ast.Constant(self._span(meta), int(text, 0))
 
     def float_literal(self, meta, children):
-        return ast.Constant(self._span(meta), float(str(children[0]).replace("_", "")))
+        raw = str(children[0])
+        if not _FLOAT_SYNTAX.fullmatch(raw):
+            raise _bad_number(raw, self._span(meta))
+        return ast.Constant(self._span(meta), float(raw.replace("_", "")))
 
     def true_literal(self, meta, children):
         return ast.Constant(self._span(meta), True)

@@ -56,7 +56,7 @@ def build_module(tree: ast.Module, name: str) -> Module:
     if diagnostics:
         raise CompileError(diagnostics)
     if not module.kernels:
-        raise error("the module defines no @intent.kernel", tree.functions[0].name_span if tree.functions else None,
+        raise error("the module defines no @intent.kernel", tree.functions[0].name_span if tree.functions else tree.span,
                     hint="decorate an entry point with @intent.kernel; @intent.fn helpers are not exported")
     _check_recursion(module)
     check_region_helpers(module)
