@@ -20,9 +20,12 @@ from intentc.diagnostics import error, quote
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
+from intentc.sema import conversions
+from intentc.sema.conversions import CarryTypeChange, literal_fits
 from intentc.sema.builtins import call_builtin
 from intentc.sema.folding import fold_binary, fold_compare, fold_unary
 from intentc.sema.memory import subscript_read
+from intentc.sema.pointwise import convert
 from intentc.sema.python_names import CALLS as PYTHON_CALLS, hint_for
 from intentc.sema.relations import subregion, tensor_method, view
 from intentc.sema.shapes import broadcast_extents, broadcast_to
@@ -143,16 +146,44 @@ class ExpressionBuilder(BuilderState):
     def common_dtype(self, left, right, lspan, rspan, span) -> DType:
         types = [element_dtype(v.type) for v in (left, right) if isinstance(v, Value)]
         if len(types) == 2 and types[0] != types[1]:
+            implicit = conversions.common(left, right)
+            if implicit is not None:
+                return implicit
+            adopted = self.adopt_literal(left, types[1], span) or self.adopt_literal(right, types[0], span)
+            if adopted is not None:
+                return adopted
             a, b = quote(lspan) or "the left operand", quote(rspan) or "the right operand"
-            hint = "dtypes never convert implicitly; cast one side explicitly"
+            hint = "only integer scalars convert to a float operand's dtype (and index to i64); cast one side explicitly"
             if quote(lspan) and quote(rspan):
                 hint += f", e.g. I.cast({b[1:-1]}, {types[0]}) or I.cast({a[1:-1]}, {types[1]})"
             raise error(f"dtype mismatch: {a} is {types[0]} but {b} is {types[1]}", span, hint=hint)
         return types[0]
 
+    def adopt_literal(self, value, dtype: DType, span) -> DType | None:
+        """``dtype`` when ``value`` is a name holding a literal that can take it (its dtype was
+        only the literal's default); a loop-carried one has its loop built again with the literal
+        in ``dtype`` (statements.py)."""
+        if not isinstance(value, Value) or isinstance(value.type, TensorType):
+            return None
+        carried = self.literal_carries.get(id(value))
+        if carried is not None and literal_fits(carried[1], dtype):
+            raise CarryTypeChange(error(f"loop-carried '{carried[0]}' holds a literal of dtype {value.type} and "
+                                        f"meets {dtype}", span, rule="O2").diagnostics, carried[0], dtype)
+        literal = self.literal_values.get(id(value))
+        return dtype if literal is not None and literal_fits(literal, dtype) else None
+
+    def converted(self, value: Value, dtype: DType, span) -> Value:
+        """``value`` in ``dtype`` by an implicit conversion: a name holding a literal is that
+        literal in ``dtype`` (exact: ``t = 0.1`` meeting f64 is f64's 0.1), anything else a cast."""
+        literal = self.literal_values.get(id(value))
+        if literal is not None:
+            return self.const(literal_as(literal, dtype), dtype, span)
+        return convert(self, value, dtype, span)
+
     def pointwise_operands(self, operands, dtype: DType, spans, span) -> list[Value]:
         """Give literals the dtype, then broadcast every operand to the common shape (S2)."""
-        values = [self.scalar_of(v, dtype, s, "this operand") if isinstance(v, Literal) else v
+        values = [self.scalar_of(v, dtype, s, "this operand") if isinstance(v, Literal) else
+                  self.converted(v, dtype, s) if element_dtype(v.type) != dtype else v  # conversions.py
                   for v, s in zip(operands, spans)]
         shapes = [self.shape_of(v) for v in values]
         if all(not s for s in shapes):
@@ -166,6 +197,8 @@ class ExpressionBuilder(BuilderState):
             return self.const(literal_as(value, dtype), dtype, value.span)
         if isinstance(value, Value) and value.type == dtype:
             return value
+        if conversions.converts_to(value, dtype) or (isinstance(value, Value) and self.adopt_literal(value, dtype, span)):
+            return self.converted(value, dtype, span)
         if isinstance(value, Value) and isinstance(value.type, DType):
             raise error(f"dtype mismatch: {what} is {dtype} but the value is {value.type}", span,
                         hint=f"use I.cast(..., {dtype})")

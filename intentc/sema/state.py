@@ -35,6 +35,11 @@ class BuilderState:
         self.named_extents: dict[str, tuple[Value, str]] = {}  # extent name -> (its shape value, where from)
         self.parallel_outer: set[str] | None = None  # names defined outside the innermost I.parallel (P2)
         self.carry_args: set[int] = set()  # ids of loop-carried region arguments (O2)
+        # id(value) -> the literal a name was assigned: its dtype was only the literal's default,
+        # so a loop that carries it may give it the dtype its body computes (statements.py).
+        self.literal_values: dict[int, object] = {}
+        # id(carried region argument) -> (name, literal) when the carried name held a literal.
+        self.literal_carries: dict[int, tuple[str, object]] = {}
 
     def emit(self, name, operands, result_types=(), attrs=None, regions=None, span=None, hint="") -> Op:
         """Append an op to the current block; MX values only move and convert (sema/mx.py)."""

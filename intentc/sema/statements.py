@@ -11,14 +11,15 @@ its type, and ``x[i] = v`` writes a ``mut`` tensor or a buffer (M2, M4; memory.p
 """
 from __future__ import annotations
 
-from intentc.diagnostics import error
+from intentc.diagnostics import CompileError, error
 from intentc.kir.core import Op, Value
 from intentc.kir.types import INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
+from intentc.sema.conversions import CarryTypeChange, literal_fits
 from intentc.sema.memory import subscript_write
 from intentc.sema.normalize import is_parallel_loop
-from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue
+from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
 
 
 def assigned_names(stmts) -> list[str]:
@@ -94,7 +95,9 @@ def assign(b, target, value, span) -> None:
             dtype, previous = value.default_dtype, b.scope.get(target.id)
             if target.id.startswith(".") and isinstance(previous, Value) and isinstance(previous.type, DType):
                 dtype = previous.type  # a returned literal takes the declared result dtype (normalize.py)
+            literal = value
             value = b.scalar_of(value, dtype, value.span, f"'{target.id}'")
+            b.literal_values[id(value)] = literal
         bind(b, target, value)
     elif isinstance(target, ast.TupleExpr):
         items = value.items if isinstance(value, TupleValue) else None
@@ -128,9 +131,10 @@ def bind(b, target: ast.Name, value) -> None:
             raise error(f"dtype mismatch: '{b.sig.name}' declares the result {previous.type} but this "
                         f"returns {value.type}", target.span, hint=f"use I.cast(..., {previous.type})")
         if id(previous) in b.carry_args and isinstance(value.type, DType):
-            raise error(f"loop-carried '{name}' changes type from {previous.type} to {value.type}", target.span,
-                        rule="O2", hint=f"a value updated in a loop keeps one dtype; give it that dtype "
-                                        f"before the loop, e.g. `{name}: {value.type} = ...`")
+            raise CarryTypeChange(error(
+                f"loop-carried '{name}' changes type from {previous.type} to {value.type}", target.span,
+                rule="O2", hint=f"a value updated in a loop keeps one dtype; give it that dtype "
+                                f"before the loop, e.g. `{name}: {value.type} = ...`").diagnostics, name, value.type)
         if not (isinstance(previous.type, TensorType) and isinstance(value.type, TensorType)):
             raise error(f"'{name}' changes type from {previous.type} to {value.type}", target.span,
                         hint=f"use a new name, or I.cast(..., {element_dtype(previous.type)})")
@@ -200,12 +204,48 @@ def check_carries(b, carried, scope, span) -> list[Value]:
         if not isinstance(final, Value):
             final = initial
         if final.type != initial.type:
-            raise error(f"loop-carried '{name}' changes type from {initial.type} to {final.type}", span,
-                        rule="O2", hint=f"annotate it before the loop, e.g. `{name}: {final.type} = ...`")
+            raise CarryTypeChange(error(
+                f"loop-carried '{name}' changes type from {initial.type} to {final.type}", span, rule="O2",
+                hint=f"annotate it before the loop, e.g. `{name}: {final.type} = ...`").diagnostics, name, final.type)
         out.append(final)
     return out
 
 
+def _adopting_literals(build_loop):
+    """Build a loop; when its body gives a carried name another dtype and that name holds a
+    literal assigned before the loop (``acc = 0.0`` then ``acc = acc + x[i]`` with f64 ``x``),
+    the literal takes the body's dtype and the loop is built again: a literal's dtype is the
+    one of the context that receives it. A literal that cannot hold the dtype (a float
+    literal for an integer, a bool for a number) keeps the O2 error."""
+    def build(b, stmt) -> None:
+        adopted: set[str] = set()
+        while True:
+            try:
+                return build_loop(b, stmt)
+            except CarryTypeChange as change:
+                before = b.scope.get(change.name)
+                literal = b.literal_values.get(id(before)) if isinstance(before, Value) else None
+                if literal is None and isinstance(before, Value) and id(before) in b.literal_carries:
+                    raise  # carried by an enclosing loop too: that loop adopts it
+                if literal is None or change.name in adopted or not literal_fits(literal, change.dtype):
+                    raise CompileError(change.diagnostics) from None
+                adopted.add(change.name)
+                value = b.const(literal_as(literal, change.dtype), change.dtype, literal.span)
+                b.literal_values[id(value)] = literal
+                b.scope[change.name] = value
+    return build
+
+
+def _note_literal_carries(b, carried, args) -> None:
+    for (name, initial), arg in zip(carried, args):
+        literal = b.literal_values.get(id(initial))
+        if literal is not None:
+            b.literal_carries[id(arg)] = (name, literal)
+        elif id(initial) in b.literal_carries:  # an enclosing loop's carry that held a literal
+            b.literal_carries[id(arg)] = b.literal_carries[id(initial)]
+
+
+@_adopting_literals
 def for_stmt(b, stmt: ast.For) -> None:
     iterable = stmt.iter
     enumerated = (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
@@ -224,6 +264,7 @@ def for_stmt(b, stmt: ast.For) -> None:
     index = Value(INDEX, point_name)
     args = [index] + [Value(v.type, n.lstrip(".")) for n, v in carried]
     b.carry_args.update(id(a) for a in args[1:])
+    _note_literal_carries(b, carried, args[1:])
     scope = dict(b.scope)
     scope[point_name] = index
     for (name, _), arg in zip(carried, args[1:]):
@@ -248,11 +289,14 @@ def for_stmt(b, stmt: ast.For) -> None:
         b.scope[name] = result
 
 
+@_adopting_literals
 def while_stmt(b, stmt: ast.While) -> None:
     carried = loop_carried(b, stmt.body)
     cond_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
     body_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
     b.carry_args.update(id(a) for a in cond_args + body_args)
+    _note_literal_carries(b, carried, cond_args)
+    _note_literal_carries(b, carried, body_args)
     cond_scope = dict(b.scope)
     body_scope = dict(b.scope)
     for (name, _), cond_arg, body_arg in zip(carried, cond_args, body_args):

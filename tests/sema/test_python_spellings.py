@@ -62,3 +62,26 @@ def test_ddof_is_a_non_negative_literal():
 def test_mean_takes_no_ddof():
     d = diagnostic("@intent.kernel\ndef k(x: f32[N]) -> f32[1]:\n    return I.mean(x, keepdims=True, ddof=1)\n")
     assert "ddof" in d.message
+
+
+# ---- implicit conversions (sema/conversions.py) -------------------------------------------------
+def test_tensors_of_different_dtypes_still_need_a_cast():
+    d = diagnostic("@intent.kernel\ndef k(x: f32[N], y: i32[N]) -> f32[N]:\n    return x + y\n")
+    assert d.message == "dtype mismatch: 'x' is f32 but 'y' is i32" and "I.cast(y, f32)" in d.hint
+
+
+def test_floats_never_become_integers_implicitly():
+    d = diagnostic("@intent.kernel\ndef k(x: f32[N], out: mut i32[N]):\n"
+                   "    for i in I.parallel(x.axis(0)):\n        out[i] = x[i]\n")
+    assert "dtype mismatch" in d.message and "I.cast" in d.hint
+
+
+def test_a_float_literal_carry_cannot_become_an_integer_o2():
+    d = diagnostic("@intent.kernel\ndef k(x: i32[N], out: mut i32[1]):\n    acc = 0.5\n"
+                   "    for i in x.axis(0):\n        acc = x[i]\n    out[0] = x[0]\n")
+    assert d.rule == "O2" and "changes type from f32 to i32" in d.message
+
+
+def test_index_and_i64_mix_as_i64():
+    text = kir("@intent.kernel\ndef k(n: i64, x: f32[N], out: mut i64[1]):\n    out[0] = n + len(x)\n")
+    assert "cast(" in text and "add(" in text
