@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from intentc.base import math_catalog
 from intentc.base.status import E_BOUNDS, E_DOMAIN, E_SHAPE, KernelError
 from intentc.interp.numeric import (Domain, binary, cast, compare, int_to_float, numpy_dtype, scalar_of, unary,
                                     wrap)
@@ -385,9 +386,10 @@ HANDLERS = {
     "if": _op_if, "for": _op_for, "while": _op_while, "parallel": _op_parallel, "call": _op_call,
     "yield": _op_terminator, "condition": _op_terminator, "return": _op_terminator,
 }
-for _name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"):
+for _name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr",
+              *math_catalog.NEW_BINARY):
     HANDLERS[_name] = _op_binary
-for _name in ("neg", "not", "abs", "exp", "log", "sqrt", "tanh"):
+for _name in ("neg", "not", "abs", "exp", "log", "sqrt", "tanh", *math_catalog.UNARY):
     HANDLERS[_name] = _op_unary
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     HANDLERS[_name] = _op_dom_query

@@ -36,12 +36,11 @@ Numeric rules (one meaning on every target; the compiled code implements the sam
       ``!= 0`` (so NaN -> True); bool -> number is 0 or 1. Casts between an OCP
       Microscaling type and f32 follow ``intentc/kir/mx.py`` (exact decoding; rounding to
       nearest even, saturating where the format has no infinity).
-    - ``exp``, ``log`` and ``tanh`` are intentc's own functions
-      (``intentc/base/elementary.py``), run with NumPy one IEEE operation at a time
-      (``mathfuncs.py``): the same bits as the compiled code on every target. ``sqrt``
-      uses NumPy and is correctly rounded everywhere; float ``**`` is C's ``pow`` in double precision
-      rounded to the dtype and may differ from the compiled code's libm by the ULP bound
-      in ``docs/testing.md``.
+    - The math functions (``exp``, ``log``, ``tanh``, float ``**`` and ``%``'s ``fmod``, and
+      every function of ``intentc/base/math_catalog.py``) are intentc's own
+      (``intentc/base/``), run with NumPy one IEEE operation at a time (``mathfuncs.py``):
+      the same bits as the compiled code on every target. ``sqrt`` uses NumPy and is
+      correctly rounded everywhere.
 """
 from __future__ import annotations
 
@@ -216,6 +215,8 @@ def float_binary(op: str, dtype: DType, a, b):
         return _same_kind(np.floor(np.divide(a, b, dtype=nd)), nd)
     if op == "mod":
         return _same_kind(float_mod(a, b, nd), nd)
+    if op in mathfuncs.FUNCTIONS:  # pow and the binary functions: the compiled code's algorithm
+        return _same_kind(mathfuncs.evaluate(op, a, b, dtype=nd), nd)
     if op == "pow":
         if isinstance(a, np.ndarray):
             return lift(lambda x, y: c_pow(x, y, nd), [a, b], dtype, dtype)
@@ -231,7 +232,7 @@ def float_mod(a, b, nd: np.dtype):
     ``x % 0``, ``inf % y`` and NaN operands give NaN."""
     a = np.asarray(a, nd)
     b = np.asarray(b, nd)
-    r = np.fmod(a, b)
+    r = np.asarray(mathfuncs.evaluate("fmod", a, b, dtype=nd), nd)
     differ = ((r < 0) | (r > 0)) & ((r < 0) != (b < 0))
     r = np.where(differ, np.add(r, b, dtype=nd), r)
     return np.where(r == 0, np.copysign(np.zeros((), nd), b), r)
@@ -275,8 +276,8 @@ def float_unary(op: str, dtype: DType, a):
         return _same_kind(np.negative(a), nd)
     if op == "abs":
         return _same_kind(np.abs(a), nd)
-    if op in ("exp", "log", "tanh"):  # the compiled code's own algorithm, operation by operation
-        return _same_kind(mathfuncs.evaluate(op, a, nd), nd)
+    if op in mathfuncs.FUNCTIONS:  # the compiled code's own algorithm, operation by operation
+        return _same_kind(mathfuncs.evaluate(op, a, dtype=nd), nd)
     if op == "sqrt":
         return _same_kind(np.sqrt(a, dtype=nd), nd)
     raise NotImplementedError(f"'{op}' on {dtype}")

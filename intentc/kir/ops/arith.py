@@ -6,14 +6,17 @@ made broadcasts explicit, S2). What each computes, per dtype, is the interpreter
 """
 from __future__ import annotations
 
+from intentc.base import math_catalog
 from intentc.kir.core import Op
 from intentc.kir.ops.definition import (BOOL_A, FLOATS, INTS, INTS_OR_BOOLS, NUMBER_A, SCALAR, VALUE, Attr, OpDef,
                                         Operand, declare, need, one_of, optional, shaped_like)
 from intentc.kir.types import BOOL, element_dtype
 
-BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr")
-UNARY_OPS = ("neg", "not", "abs", "exp", "log", "tanh", "sqrt")
-FLOAT_ONLY = {"div", "exp", "log", "tanh", "sqrt"}
+# The math functions' op names come from intentc/base/math_catalog.py (float operands only).
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl",
+              "shr") + math_catalog.NEW_BINARY
+UNARY_OPS = ("neg", "not", "abs", "exp", "log", "tanh", "sqrt") + math_catalog.UNARY
+FLOAT_ONLY = {"div", "exp", "log", "tanh", "sqrt", *math_catalog.UNARY, *math_catalog.NEW_BINARY}
 INT_OR_BOOL_ONLY = {"and", "or", "xor", "not"}
 INT_ONLY = {"shl", "shr"}
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 
+from intentc.base import math_catalog
 from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
@@ -33,7 +34,8 @@ ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
 FOLD_CHAINS = 8  # independent chains of an ordered fold (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 _CODES = {"S1": "INTENT_E_SHAPE", "S3": "INTENT_E_SHAPE"}
-_PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"}
+_PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr",
+              *math_catalog.NEW_BINARY}
 
 
 def run(module: Module) -> P.Program:
@@ -106,7 +108,7 @@ class _KernelLowering:
         if name in _PURE_EXPR:
             a, b = (self.read(v) for v in op.operands)
             return self.assign(op.result, P.Binary(op.result.type, name, a, b, self.fast))
-        if name in ("neg", "not", "abs", "exp", "log", "tanh", "sqrt"):
+        if name in ("neg", "not", "abs", "exp", "log", "tanh", "sqrt", *math_catalog.UNARY):
             return self.assign(op.result, P.Unary(op.result.type, name, self.read(op.operands[0])))
         if name == "cmp":
             a, b = (self.read(v) for v in op.operands)
