@@ -9,12 +9,13 @@ narrower result.
 """
 from __future__ import annotations
 
-from intentc.base import elementary, math_exact, math_catalog
+from intentc.base import elementary, math_catalog, math_exact, math_explog
 
 ALGORITHMS = {
     **elementary.ALGORITHMS,
     "floor": math_exact.floor, "ceil": math_exact.ceil, "round": math_exact.round_, "trunc": math_exact.trunc,
     "copysign": math_exact.copysign, "fmod": math_exact.fmod, "remainder": math_exact.remainder,
+    **math_explog.ALGORITHMS,
 }
 
 IMPLEMENTED = tuple(name for name in math_catalog.ALL if name in ALGORITHMS)
