@@ -9,13 +9,14 @@ narrower result.
 """
 from __future__ import annotations
 
-from intentc.base import elementary, math_catalog, math_exact, math_explog
+from intentc.base import elementary, math_catalog, math_exact, math_explog, math_trig
 
 ALGORITHMS = {
     **elementary.ALGORITHMS,
     "floor": math_exact.floor, "ceil": math_exact.ceil, "round": math_exact.round_, "trunc": math_exact.trunc,
     "copysign": math_exact.copysign, "fmod": math_exact.fmod, "remainder": math_exact.remainder,
     **math_explog.ALGORITHMS,
+    **math_trig.ALGORITHMS,
 }
 
 IMPLEMENTED = tuple(name for name in math_catalog.ALL if name in ALGORITHMS)
