@@ -9,7 +9,7 @@ narrower result.
 """
 from __future__ import annotations
 
-from intentc.base import elementary, math_catalog, math_exact, math_explog, math_trig
+from intentc.base import elementary, math_catalog, math_exact, math_explog, math_special, math_trig
 
 ALGORITHMS = {
     **elementary.ALGORITHMS,
@@ -17,6 +17,7 @@ ALGORITHMS = {
     "copysign": math_exact.copysign, "fmod": math_exact.fmod, "remainder": math_exact.remainder,
     **math_explog.ALGORITHMS,
     **math_trig.ALGORITHMS,
+    **math_special.ALGORITHMS,
 }
 
 IMPLEMENTED = tuple(name for name in math_catalog.ALL if name in ALGORITHMS)

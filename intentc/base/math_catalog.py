@@ -22,10 +22,11 @@ from __future__ import annotations
 ELEMENTARY = ("exp", "log", "tanh")
 
 # One-operand functions, each a KIR op of its own name.
-UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "exp2", "expm1", "log2", "log10", "log1p", "floor", "ceil", "round", "trunc", "sigmoid",
-         "softplus")
+UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+         "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "cbrt", "erf", "erfc",
+         "floor", "ceil", "round", "trunc", "sigmoid", "softplus")
 # Two-operand functions (``pow`` is the KIR op of ``**`` and of ``I.pow``).
-BINARY = ("atan2", "fmod", "remainder", "copysign", "pow")
+BINARY = ("atan2", "hypot", "fmod", "remainder", "copysign", "pow")
 # The binary functions that are new KIR ops (``pow`` already is one).
 NEW_BINARY = tuple(name for name in BINARY if name != "pow")
 
