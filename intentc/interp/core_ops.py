@@ -32,8 +32,8 @@ import numpy as np
 
 from intentc.base import math_catalog
 from intentc.base.status import E_BOUNDS, E_DOMAIN, E_SHAPE, KernelError
-from intentc.interp.numeric import (Domain, binary, cast, compare, int_to_float, numpy_dtype, scalar_of, unary,
-                                    wrap)
+from intentc.interp.numeric import (Domain, binary, cast, compare, fused_multiply_add, int_to_float, numpy_dtype,
+                                    scalar_of, unary, wrap)
 from intentc.kir.contract_spec import parse_spec
 from intentc.kir.core import Op, Value
 from intentc.kir.types import DTYPES, TensorType, element_dtype
@@ -77,6 +77,11 @@ def _op_binary(it, op: Op, env: dict):
 def _op_unary(it, op: Op, env: dict):
     result, (a,), dtype, tensor, _ = _operand_plan(it, op)
     env[result] = unary(op.name, dtype, env[a], tensor)
+
+
+def _op_fma(it, op: Op, env: dict):
+    result, (a, b, c), dtype, _, _ = _operand_plan(it, op)
+    env[result] = fused_multiply_add(dtype, env[a], env[b], env[c])
 
 
 def _op_cmp(it, op: Op, env: dict):
@@ -393,5 +398,6 @@ for _name in ("neg", "not", "abs", "exp", "log", "sqrt", "tanh", *math_catalog.U
     HANDLERS[_name] = _op_unary
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     HANDLERS[_name] = _op_dom_query
+HANDLERS["fma"] = _op_fma
 HANDLERS["contract"] = _op_contract
 HANDLERS["histogram"] = _op_histogram

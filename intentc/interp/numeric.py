@@ -258,6 +258,64 @@ def c_pow(x, y, nd: np.dtype):
         return nd.type(result)
 
 
+def _fma_scalar(a: float, b: float, c: float, steps: tuple):
+    """``a * b + c`` rounded once to the first dtype of ``steps`` (then to each next one): exact
+    rational arithmetic for finite operands, IEEE's rules for infinities, NaN and zeros."""
+    from fractions import Fraction
+
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        value = a * b + c  # inf * 0 and inf - inf give NaN, as fma's
+    else:
+        exact = Fraction(a) * Fraction(b) + Fraction(c)
+        if exact == 0:
+            product_negative = (math.copysign(1.0, a) * math.copysign(1.0, b)) < 0
+            both_negative = product_negative and math.copysign(1.0, c) < 0
+            value = -0.0 if (both_negative and a * b == 0 and c == 0) else 0.0
+        else:
+            try:
+                value = exact.numerator / exact.denominator  # correctly rounded to double
+            except OverflowError:
+                value = math.copysign(math.inf, exact)
+            if steps[0] != np.float64:  # round the exact value once to the (narrower) first dtype
+                value = _round_exact(exact, value, steps[0])
+    with np.errstate(all="ignore"):
+        for nd in steps:
+            value = nd(value)
+    return value
+
+
+def _round_exact(exact, value: float, nd) -> float:
+    """The ``nd`` value nearest ``exact`` (ties to even); ``value`` is ``exact`` rounded to double."""
+    from fractions import Fraction
+
+    with np.errstate(all="ignore"):
+        near = nd(value)
+    if not np.isfinite(near):
+        return float(near)
+    below, above = (np.nextafter(near, nd(-np.inf)), np.nextafter(near, nd(np.inf)))
+    best = float(near)
+    for candidate in (below, above):
+        if not np.isfinite(candidate):
+            continue
+        d_new, d_best = abs(Fraction(float(candidate)) - exact), abs(Fraction(best) - exact)
+        even = int(np.asarray(candidate).view({np.float16: np.uint16, np.float32: np.uint32}[nd])) % 2 == 0
+        if d_new < d_best or (d_new == d_best and even):
+            best = float(candidate)
+    return best
+
+
+def fused_multiply_add(dtype: DType, a, b, c):
+    """``I.fma``: ``a * b + c`` rounded once (f16: to f32, then to f16, as the compiled code;
+    bf16 likewise), element-wise."""
+    nd = numpy_dtype(dtype)
+    steps = (np.float64,) if nd == np.float64 else (np.float32,) if nd == np.float32 else (np.float32, nd.type)
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, nd) for v in (a, b, c)))
+    out = np.empty(a.shape, nd)
+    for index in np.ndindex(a.shape):
+        out[index] = _fma_scalar(float(a[index]), float(b[index]), float(c[index]), steps)
+    return out[()] if out.ndim == 0 else out
+
+
 def float_min_max(op: str, a, b, nd: np.dtype):
     """IEEE 754-2019 minimum/maximum: NaN if either operand is NaN; -0.0 < +0.0."""
     a = np.asarray(a, nd)

@@ -25,7 +25,7 @@ MAX_BLOCKS = 1024
 
 ELEMENTWISE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl",
                "shr", "neg", "not", "abs", "exp", "log", "tanh", "sqrt", "cmp", "select", "cast",
-               *math_catalog.UNARY, *math_catalog.NEW_BINARY}
+               "fma", *math_catalog.UNARY, *math_catalog.NEW_BINARY}
 # Tensor values whose element accesses are checked against their own extents before they
 # are expanded (an index can leave them without leaving the parameters they read).
 _CHECKED_RELATIONS = ELEMENTWISE | {"broadcast", "permute", "view", "reshape", "join", "indices"}

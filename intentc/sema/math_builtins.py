@@ -6,6 +6,7 @@
   literal takes its partner's dtype, or f32;
 - ``I.isnan``, ``I.isinf``, ``I.isfinite``, ``I.signbit``: bool results, from comparisons
   (and ``copysign`` for the sign bit, which sees the sign of zeros and NaNs);
+- ``I.fma(a, b, c)``: ``a * b + c`` rounded once (the KIR op ``fma``; f16 rounds to f32 first);
 - ``I.clamp(x, lo, hi)`` is ``I.minimum(I.maximum(x, lo), hi)`` (NaN propagates);
 - ``I.minimum`` / ``I.maximum`` of two or more operands fold left to right, all operands
   broadcast together (literals alone fold at compile time).
@@ -48,6 +49,12 @@ def _float_operands(b, name: str, node, count: int):
 def _function(b, name: str, node):
     operands = _float_operands(b, name, node, math_catalog.arity(name))
     return b.shaped_like(b.emit(name, operands, [operands[0].type], span=node.span).result, operands[0])
+
+
+def _fma(b, name: str, node):
+    """``I.fma(a, b, c)``: ``a * b + c`` with one rounding, on every target."""
+    operands = _float_operands(b, name, node, 3)
+    return b.shaped_like(b.emit("fma", operands, [operands[0].type], span=node.span).result, operands[0])
 
 
 def _compare(b, pred: str, x, y, span):
@@ -118,5 +125,5 @@ def _clamp(b, name: str, node):
 BUILTINS = {
     **{name: _function for name in math_catalog.UNARY + math_catalog.BINARY},
     **{name: _predicate for name in ("isnan", "isinf", "isfinite", "signbit")},
-    "minimum": _extremum, "maximum": _extremum, "clamp": _clamp,
+    "minimum": _extremum, "maximum": _extremum, "clamp": _clamp, "fma": _fma,
 }

@@ -110,6 +110,9 @@ class _KernelLowering:
             return self.assign(op.result, P.Binary(op.result.type, name, a, b, self.fast))
         if name in ("neg", "not", "abs", "exp", "log", "tanh", "sqrt", *math_catalog.UNARY):
             return self.assign(op.result, P.Unary(op.result.type, name, self.read(op.operands[0])))
+        if name == "fma":
+            a, b, c = (self.read(v) for v in op.operands)
+            return self.assign(op.result, P.MulAdd(op.result.type, a, b, c, fused=True))
         if name == "cmp":
             a, b = (self.read(v) for v in op.operands)
             return self.assign(op.result, P.Compare(BOOL, op.attrs["pred"], a, b))
