@@ -9,7 +9,7 @@ narrower result.
 """
 from __future__ import annotations
 
-from intentc.base import elementary, math_catalog, math_exact, math_explog, math_special, math_trig
+from intentc.base import elementary, math_catalog, math_exact, math_explog, math_gamma, math_special, math_trig
 
 ALGORITHMS = {
     **elementary.ALGORITHMS,
@@ -18,6 +18,7 @@ ALGORITHMS = {
     **math_explog.ALGORITHMS,
     **math_trig.ALGORITHMS,
     **math_special.ALGORITHMS,
+    **math_gamma.ALGORITHMS,
 }
 
 IMPLEMENTED = tuple(name for name in math_catalog.ALL if name in ALGORITHMS)

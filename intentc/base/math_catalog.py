@@ -23,7 +23,7 @@ ELEMENTARY = ("exp", "log", "tanh")
 
 # One-operand functions, each a KIR op of its own name.
 UNARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-         "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "cbrt", "erf", "erfc",
+         "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "cbrt", "erf", "erfc", "lgamma",
          "floor", "ceil", "round", "trunc", "sigmoid", "softplus")
 # Two-operand functions (``pow`` is the KIR op of ``**`` and of ``I.pow``).
 BINARY = ("atan2", "hypot", "fmod", "remainder", "copysign", "pow")
