@@ -95,8 +95,10 @@ def _fmod_abs(A, a, b):
         ea = _exponent(A, A.select(A.lt(a, b), b, a))  # below b (0 included): s = 0
         s = A.sub(A.sub(ea, eb), A.c(float(step)))
         s = A.select(A.gt(s, zero), s, zero)
-        half = trunc(A, A.mul(s, A.c(0.5)))  # 2^s may exceed the format: two factors
-        bs = A.mul(A.mul(b, _pow2(A, half)), _pow2(A, A.sub(s, half)))
+        # 2^s may exceed the format (s reaches 2072 from the smallest subnormal): three factors
+        t1 = trunc(A, A.div(s, A.c(3.0)))
+        t2 = trunc(A, A.mul(A.sub(s, t1), A.c(0.5)))
+        bs = A.mul(A.mul(A.mul(b, _pow2(A, t1)), _pow2(A, t2)), _pow2(A, A.sub(A.sub(s, t1), t2)))
         q = trunc(A, A.div(a, bs))
         if wide:
             a = A.sub(a, A.mul(q, bs))  # q < 2^29, bs of 24 bits: exact; so is the difference

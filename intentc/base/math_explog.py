@@ -262,6 +262,8 @@ def pow_(A, x, y):
     one, zero, inf = A.c(1.0), A.c(0.0), A.c(INF)
     lg = log_dd(A, _positive(A, a))
     yf = A.select(A.lt(A.fabs(y), inf), y, zero)
+    # |y| > 2^900 over- or underflows unless |x| = 1 (log 0): keep Dekker's split in range
+    yf = A.select(A.gt(A.fabs(yf), A.c(2.0 ** 900)), A.select(A.gt(yf, zero), A.c(2.0 ** 900), A.c(-2.0 ** 900)), yf)
     t = dd_mul_d(A, lg, yf)
     big = A.gt(A.fabs(t[0]), A.c(2000.0))  # far outside the range: the product's low part may be NaN
     th = A.select(big, A.select(A.gt(t[0], zero), A.c(2000.0), A.c(-2000.0)), t[0])
