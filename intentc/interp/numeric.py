@@ -275,7 +275,7 @@ def _fma_scalar(a: float, b: float, c: float, steps: tuple):
             try:
                 value = exact.numerator / exact.denominator  # correctly rounded to double
             except OverflowError:
-                value = math.copysign(math.inf, exact)
+                value = math.inf if exact > 0 else -math.inf
             if steps[0] != np.float64:  # round the exact value once to the (narrower) first dtype
                 value = _round_exact(exact, value, steps[0])
     with np.errstate(all="ignore"):
