@@ -159,6 +159,11 @@ def lgamma(A, x):
     result_neg = A.add(refl[0], refl[1])
     pole = A.or_(A.eq(d, zero), A.uge(a, A.c(2.0 ** 51)))
     result_neg = A.select(pole, A.c(INF), result_neg)
+    # tiny negative x: -log|x| - gamma x (the reflection's sin(pi x) would underflow)
+    small_a = A.select(A.lt(a, A.c(2.0 ** -30)), A.select(A.gt(a, zero), a, one), A.c(2.0 ** -30))
+    tiny_neg = dd_add_d(A, dd_neg(A, log_dd(A, small_a)), A.neg(A.mul(A.c(k["euler"][0]), xr)))
+    result_neg = A.select(A.and_(A.lt(a, A.c(2.0 ** -30)), A.lt(x, zero)), A.add(tiny_neg[0], tiny_neg[1]),
+                          result_neg)
     y = A.select(positive, result_pos, result_neg)
     y = A.select(A.or_(A.eq(x, one), A.eq(x, A.c(2.0))), zero, y)
     y = A.select(A.eq(x, zero), A.c(INF), y)

@@ -268,7 +268,8 @@ def acosh(A, x):
     y = A.add(y[0], y[1])
     y = A.select(huge, _log_2a(A, A.select(A.lt(x, A.c(INF)), x, A.c(1.0))), y)
     y = A.select(A.eq(x, A.c(INF)), x, y)
-    return A.select(A.uge(x, A.c(1.0)), y, A.c(NAN))  # NaN too
+    y = A.select(A.uge(x, A.c(1.0)), y, A.c(NAN))
+    return A.select(A.uno(x, x), x, y)
 
 
 def atanh(A, x):

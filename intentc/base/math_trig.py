@@ -109,8 +109,13 @@ def reduce(A, a):
     b = two_prod(A, m, w[1])
     c = two_prod(A, m, w[2])
     d = A.mul(m, w[3])
-    kk = _round_int(A, A.add(f0, b[0]))
-    z = two_sum(A, A.sub(f0, kk), b[0])
+    # take the integers off f0 and b's high part separately (each difference exact: both are
+    # multiples of 2^-51 below 4), then off their sum, so that no difference needs 54 bits
+    k1, k2 = _round_int(A, f0), _round_int(A, b[0])
+    f1, b1 = A.sub(f0, k1), A.sub(b[0], k2)
+    k3 = _round_int(A, A.add(f1, b1))
+    kk = A.add(A.add(k1, k2), k3)
+    z = two_sum(A, A.sub(f1, k3), b1)
     z = dd_add_d(A, z, b[1])
     z = dd_add(A, z, c)
     z = dd_add_d(A, z, d)

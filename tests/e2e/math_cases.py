@@ -49,6 +49,11 @@ def reference(name: str):
     def softplus(x):
         return mpmath.log1p(mpmath.exp(x)) if x < 50 else x + mpmath.log1p(mpmath.exp(-x))
 
+    def pow_(x, y):  # C99's pow(x, +-0) = 1 and pow(1, y) = 1 (mpmath has no opinion on inf ** 0)
+        if y == 0 or x == 1:
+            return mpmath.mpf(1)
+        return mpmath.power(x, y)
+
     def real(f):
         def g(*a):
             v = f(*a)
@@ -64,7 +69,7 @@ def reference(name: str):
         "exp2": lambda x: mpmath.power(2, x), "expm1": mpmath.expm1, "log2": real(lambda x: mpmath.log(x, 2)),
         "log10": real(mpmath.log10), "log1p": real(mpmath.log1p), "rsqrt": rsqrt, "cbrt": cbrt, "erf": erf,
         "erfc": erfc, "lgamma": lgamma, "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)), "softplus": softplus,
-        "atan2": mpmath.atan2, "hypot": mpmath.hypot, "pow": real(mpmath.power),
+        "atan2": mpmath.atan2, "hypot": mpmath.hypot, "pow": real(pow_),
     }
     return table[name]
 
@@ -75,6 +80,8 @@ def ulp_error(y: float, ref, dt: str) -> float:
     import mpmath
 
     info = np.finfo(NP[dt])
+    if ref is not None and mpmath.isnan(ref):
+        ref = None
     if ref is None:
         return 0.0 if math.isnan(y) else math.inf
     top = mpmath.mpf(2) ** (info.maxexp)  # an overflow rounds to inf beyond (max + ulp/2)
@@ -97,6 +104,8 @@ def mp_value(name: str, args):
     import mpmath
 
     mpmath.mp.prec = 256
+    if name == "rsqrt" and float(args[0]) == 0:  # mpmath has no signed zeros: 1/sqrt(-0) = -inf
+        return mpmath.inf if math.copysign(1.0, float(args[0])) > 0 else -mpmath.inf
     try:
         return reference(name)(*[mpmath.mpf(float(a)) for a in args])
     except (ValueError, ZeroDivisionError):
