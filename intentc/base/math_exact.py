@@ -114,9 +114,11 @@ def _sub_product(A, a, q, bs):
     product ``q bs = p + e`` with halves cut in the bits (no overflow of the splitting
     constant), ``a - p`` exact (Sterbenz) and the difference representable. Where ``bs`` is so
     small that the product's low part would underflow, all three are scaled by 2^200 first
-    (``a < 2^51 bs``: nothing overflows)."""
+    (``a < 2^51 bs``: nothing overflows), where ``a`` is so large that ``q bs`` could round
+    to inf, by 2^-200 (``bs > 2^950``: nothing underflows)."""
     tiny = A.lt(bs, A.c(2.0 ** -900))
-    up = A.select(tiny, A.c(2.0 ** 200), A.c(1.0))
+    huge = A.gt(a, A.c(2.0 ** 1000))  # q bs may round past the largest finite value
+    up = A.select(tiny, A.c(2.0 ** 200), A.select(huge, A.c(2.0 ** -200), A.c(1.0)))
     a, bs = A.mul(a, up), A.mul(bs, up)
     mask = A.ic(-(1 << 27))
     bh = A.from_bits(A.iand(A.bits(bs), mask))
@@ -126,7 +128,7 @@ def _sub_product(A, a, q, bs):
     p = A.mul(q, bs)
     e = A.add(A.add(A.add(A.sub(A.mul(qh, bh), p), A.mul(qh, bl)), A.mul(ql, bh)), A.mul(ql, bl))
     r = A.sub(A.sub(a, p), e)
-    return A.mul(r, A.select(tiny, A.c(2.0 ** -200), A.c(1.0)))
+    return A.mul(r, A.select(tiny, A.c(2.0 ** -200), A.select(huge, A.c(2.0 ** 200), A.c(1.0))))
 
 
 def fmod(A, x, y):

@@ -4,13 +4,13 @@
   x^(2k-1))`` (10 terms, Bernoulli numbers from Python fractions); the leading terms in dd;
 - ``0 < x < 10``: ``lgamma(x + n) - log(x (x + 1) ... (x + n - 1))`` with ``n`` such that
   ``x + n >= 10``: ten conditional steps (selects), the shifted argument and the product in dd;
-- near the zeros 1 and 2 (``|x - 1|, |x - 2| < 2^-20``) the Taylor series in ``h``
+- near the zeros 1 and 2 (``|x - 1|, |x - 2| < 2^-12``, five terms) the Taylor series in ``h``
   (``-gamma h + zeta(2)/2 h^2 - ...`` and ``(1 - gamma) h + (zeta(2) - 1)/2 h^2 - ...``), and
   ``-log x - gamma x`` below ``2^-30``: no cancellation;
 - ``x < 0``: the reflection ``log(pi / |sin(pi x)|) - lgamma(1 - x)``, ``sin(pi x)`` from the
   distance to the nearest integer (exact) and ``math_trig``'s kernels; near the zeros of
   lgamma on the negative axis (x = -2.457..., -2.747..., ...) the cancellation costs
-  relative accuracy (the absolute error stays below ``2^-90``; docs/language.md);
+  relative accuracy: the error stays below ``2^-52 max(1, |lgamma x|)`` (docs/language.md);
 - ``lgamma(1) = lgamma(2) = +0``; ``+inf`` at the poles (0, -0 and the negative integers)
   and at +-inf; NaN gives NaN.
 """
@@ -31,6 +31,9 @@ EULER = Fraction("0.57721566490153286060651209008240243104215933593992")
 ZETA3 = Fraction("1.2020569031595942853997381615114499907649862923405")
 ZETA2 = PI * PI / 6
 ZETA4 = PI ** 4 / 90
+ZETA5 = Fraction("1.0369277551433699263313654864570341680570809195019")
+ZETA6 = PI ** 6 / 945
+NEAR = 2.0 ** -12  # the Taylor series at 1 and 2 below this distance
 SHIFT = 10.0
 
 
@@ -41,8 +44,9 @@ def _constants():
     half_log_2pi = to_dd(_log_fraction(2 * PI) / 2)
     return {
         "stirling": stirling, "half_log_2pi": half_log_2pi, "euler": to_dd(EULER), "log_pi": to_dd(_log_fraction(PI)),
-        "near1": tuple(float(v) for v in (ZETA2 / 2, -ZETA3 / 3, ZETA4 / 4)),
-        "near2": (to_dd(1 - EULER), tuple(float(v) for v in ((ZETA2 - 1) / 2, -(ZETA3 - 1) / 3, (ZETA4 - 1) / 4))),
+        "near1": tuple(float(v) for v in (ZETA2 / 2, -ZETA3 / 3, ZETA4 / 4, -ZETA5 / 5, ZETA6 / 6)),
+        "near2": (to_dd(1 - EULER), tuple(float(v) for v in ((ZETA2 - 1) / 2, -(ZETA3 - 1) / 3, (ZETA4 - 1) / 4,
+                                                           -(ZETA5 - 1) / 5, (ZETA6 - 1) / 6))),
         "pi": to_dd(PI), "twelfth": to_dd(Fraction(1, 12)),
     }
 
@@ -140,10 +144,13 @@ def lgamma(A, x):
     d1 = A.fabs(A.sub(zh, one))
     d2 = A.fabs(A.sub(zh, A.c(2.0)))
     pos = main
-    pos = _choose(A, A.lt(d1, A.c(2.0 ** -20)), near1, pos)
-    pos = _choose(A, A.lt(d2, A.c(2.0 ** -20)), near2, pos)
+    pos = _choose(A, A.lt(d1, A.c(NEAR)), near1, pos)
+    pos = _choose(A, A.lt(d2, A.c(NEAR)), near2, pos)
     pos = _choose(A, A.lt(zh, A.c(2.0 ** -30)), tiny, pos)
-    big = A.mul(zh, A.sub(A.add(log_dd(A, A.select(huge, zh, one))[0], zero), one))  # x (log x - 1)
+    # x (log x - 1) (the rest is below 2^-890 of it), scaled by 2^-128 so that Dekker's split fits
+    lz = dd_add_d(A, log_dd(A, A.select(huge, zh, one)), A.c(-1.0))
+    v = dd_mul_d(A, lz, A.mul(A.select(huge, zh, one), A.c(2.0 ** -128)))
+    big = A.mul(A.add(v[0], v[1]), A.c(2.0 ** 128))
     result_pos = A.select(huge, big, A.add(pos[0], pos[1]))
     # reflection for x < 0: log(pi) - log|sin(pi x)| - lgamma(1 - x)
     xr = A.select(A.and_(A.lt(x, zero), A.lt(a, A.c(2.0 ** 51))), x, A.c(-0.5))

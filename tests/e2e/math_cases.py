@@ -104,6 +104,8 @@ def mp_value(name: str, args):
     import mpmath
 
     mpmath.mp.prec = 256
+    if any(math.isnan(float(a)) for a in args) and name not in ("pow", "hypot"):
+        return None  # NaN in, NaN out
     if name == "rsqrt" and float(args[0]) == 0:  # mpmath has no signed zeros: 1/sqrt(-0) = -inf
         return mpmath.inf if math.copysign(1.0, float(args[0])) > 0 else -mpmath.inf
     try:

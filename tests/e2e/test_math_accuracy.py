@@ -10,6 +10,7 @@ asserts the documented bound. The default suite checks a sample instead
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -89,16 +90,25 @@ def test_f32_measured(module32, name):
 
 @pytest.mark.parametrize("name", MEASURED)
 def test_f64_measured(name):
+    import mpmath
+
     from intentc.interp import mathfuncs
 
     per = max(F64_N // 5, 1)
     args = random_inputs(name, "f64", per, seed=64)
     got = mathfuncs.evaluate(name, *args)
-    worst, where = 0.0, None
+    worst, where, absolute = 0.0, None, 0.0
     for i in range(got.size):
         point = [float(a[i]) for a in args]
-        err = ulp_error(float(got[i]), mp_value(name, point), "f64")
+        ref = mp_value(name, point)
+        err = ulp_error(float(got[i]), ref, "f64")
+        if name == "lgamma" and point[0] < 0 and math.isfinite(err):
+            # near its zeros on the negative axis lgamma is bounded in absolute terms (docs/language.md)
+            absolute = max(absolute, float(abs(mpmath.mpf(float(got[i])) - ref) / max(1, abs(ref))))
+            continue
         if err > worst:
             worst, where = err, point
-    print(f"MEASURED {name} f64 {worst:.3f} at {where} over {got.size}")
+    print(f"MEASURED {name} f64 {worst:.3f} at {where} over {got.size}"
+          + (f"; x < 0: error {absolute:.3g} of max(1, |lgamma|)" if name == "lgamma" else ""))
     assert worst < BOUND[name]
+    assert absolute < 2.0 ** -52
