@@ -279,7 +279,8 @@ def pow_(A, x, y):
     mag = A.select(A.eq(a, zero), A.select(yneg, inf, zero), mag)
     mag = A.select(A.eq(a, inf), A.select(yneg, zero, inf), mag)
     yinf = A.eq(A.fabs(y), inf)
-    mag = A.select(yinf, A.select(A.eq(a, one), one, A.select(A.select(A.lt(a, one), yneg, A.not_(yneg)), inf, zero)), mag)
+    grows = A.select(A.lt(a, one), yneg, A.not_(yneg))  # |x| < 1 with y = -inf, or |x| > 1 with +inf
+    mag = A.select(yinf, A.select(A.eq(a, one), one, A.select(grows, inf, zero)), mag)
     ay = A.fabs(y)
     integral = A.eq(_trunc_big(A, ay), ay)
     half = A.mul(ay, A.c(0.5))

@@ -35,7 +35,8 @@ from intentc.lower import program as P
 
 print_program = P.format_program
 
-BINARY_OPS = frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split()) | set(math_catalog.NEW_BINARY)
+BINARY_OPS = (frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split())
+              | set(math_catalog.NEW_BINARY))
 UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split()) | set(math_catalog.UNARY)
 COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
 FIELD_KINDS = frozenset(("shape", "stride", "address"))

@@ -30,7 +30,8 @@ from intentc.kir.types import BOOL, DTYPES, INDEX
 from intentc.lower import program as P
 
 LOOP_KINDS = ("serial", "point", "parallel")
-BINARY_OPS = frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split()) | set(math_catalog.NEW_BINARY)
+BINARY_OPS = (frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split())
+              | set(math_catalog.NEW_BINARY))
 UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split()) | set(math_catalog.UNARY)
 COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
 ATOMIC_OPS = frozenset("add sub min max and or xor exchange cas load store".split())

@@ -1,11 +1,11 @@
 """The builtins of the ``I`` namespace: one table from name to handler.
 
 Each family module contributes the ``BUILTINS`` dict of its handlers (pointwise math,
-the math library's functions (``math_builtins.py``), domains, relations, reductions and scans, region operations, contractions and
-histograms, scaled and sparse contractions, memory); this module merges them, refusing
-a name claimed twice, and adds the forms that exist only to be explained. A handler is
-``handler(builder, name, node) -> value`` and checks its own arguments (keywords
-included). The "unknown builtin" hint lists exactly the table's names.
+the math library's functions (``math_builtins.py``), domains, relations, reductions and
+scans, region operations, contractions and histograms, scaled and sparse contractions,
+memory); this module merges them, refusing a name claimed twice, and adds the forms
+that exist only to be explained. A handler is ``handler(builder, name, node) -> value``
+and checks its own arguments (keywords included). The "unknown builtin" hint lists exactly the table's names.
 """
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def merge(*tables: dict) -> dict:
 
 # I.minimum / I.maximum of two or more operands are math_builtins' (pointwise's take two).
 _POINTWISE = {name: handler for name, handler in POINTWISE.items() if name not in MATH}
-BUILTINS = merge(_POINTWISE, MATH, DOMAINS, RELATIONS, STRUCTURED, REGIONS, CONTRACT, SCALED, MEMORY, {"parallel": _parallel})
+BUILTINS = merge(_POINTWISE, MATH, DOMAINS, RELATIONS, STRUCTURED, REGIONS, CONTRACT, SCALED, MEMORY,
+                 {"parallel": _parallel})
 # Names that are not builtins, with a diagnostic saying what to write instead (not listed).
 NOT_BUILTINS = {"state_stream": _state_stream, "partition": _partition}
 

@@ -354,7 +354,8 @@ def _driver_c(entries) -> str:
                         f"    drv_tensor1(&t{k}, a{k}, {code}, {n}, NULL);\n" for k in range(arity))
         body.append(f"  {{\n    DrvTensor {', '.join(f't{k}' for k in range(arity))}, out;\n{reads}"
                     f"    void *o = malloc({n * size});\n    drv_tensor1(&out, o, {code}, {n}, NULL);\n"
-                    f"    if ({kernel}({params}) != 0) {{ fprintf(stderr, \"%s\\n\", intent_last_error()); return 1; }}\n"
+                    f"    if ({kernel}({params}) != 0) {{\n"
+                    f"      fprintf(stderr, \"%s\\n\", intent_last_error());\n      return 1;\n    }}\n"
                     f"    save(dir, \"{kernel}.out\", o, {n * size});\n  }}\n")
     return ("#include \"driver_common.h\"\n\n"
             "static void *load(const char *dir, const char *name, size_t bytes) {\n"
