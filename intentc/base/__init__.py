@@ -11,5 +11,8 @@ parser, KIR, the interpreter, the lowering and code generation can all depend on
 - ``atomic_files``: artifacts written beside their final name and renamed into place;
 - ``elementary``: intentc's own ``exp``, ``log`` and ``tanh``, written once over an
   abstract IEEE arithmetic that code generation runs as LLVM IR and the interpreter
-  with NumPy.
+  with NumPy; the rest of the math library in the same style: ``math_catalog`` (the
+  functions, their arity and computing format), ``math_algorithms`` (name -> algorithm),
+  ``math_dd`` (double-word arithmetic), ``math_constants`` (pi, ln 2, the bits of 2/pi),
+  ``math_exact``, ``math_explog``, ``math_trig``, ``math_special``, ``math_gamma``.
 """

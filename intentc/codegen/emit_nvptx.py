@@ -13,11 +13,11 @@ pointwise arithmetic: no fast-math, no FMA contraction, no flush-to-zero). What 
   word with an atomic compare-and-swap and records which check failed and its arguments
   (docs/ptx-abi.md, "Status"); every thread that fails returns, and every launch returns
   at once when the status word is already set;
-- ``exp``, ``log`` and ``tanh`` are intentc's own functions (``mathlib.py``, inlined): the
-  same bits as on the CPU targets and in the interpreter. Float ``**`` and float ``%``
-  call CUDA's libdevice (linked into the module, ``__nv_powf`` & co.); ``sqrt`` is the
-  correctly rounded ``sqrt.rn``. Without a libdevice ``**`` and float ``%`` are rejected
-  (T7), never emitted as unresolved calls.
+- every math function (``exp``, ``log``, ``tanh``, float ``**`` and float ``%``, the whole
+  ``intentc/base/math_catalog.py``) is intentc's own (``mathlib.py``, inlined): the same
+  bits as on the CPU targets and in the interpreter, and no CUDA libdevice is needed;
+  ``sqrt`` is the correctly rounded ``sqrt.rn``. A call PTX cannot resolve is refused
+  (T7), never emitted.
 """
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ from intentc.codegen.abi import STATUS
 from intentc.codegen.gpu_launch import Plan, plan_kernel
 from intentc.codegen.llvm_function import FunctionEmitter
 from intentc.codegen.llvm_types import I8, I32, I64, PTR, UnsupportedError
-from intentc.kir.types import DType
 from intentc.lower import program as P
 
 GLOBAL = ir.PointerType(addrspace=1)
@@ -41,14 +40,13 @@ STATUS_ARGS = 4  # check arguments recorded in the status buffer
 LIBDEVICE_ENV = "INTENTC_LIBDEVICE"
 
 _ARG_TYPES = {"ptr": GLOBAL, "f32": ir.FloatType(), "f64": ir.DoubleType()}
-_LIBDEVICE_NAMES = {"pow": "pow", "mod": "fmod"}
 
 
 def _arg_ir_type(name: str) -> ir.Type:
     return _ARG_TYPES.get(name) or ir.IntType(int(name[1:]))
 
 
-# ---- libdevice ------------------------------------------------------------------------------------
+# ---- libdevice (no longer linked: kept for the tools and tests that look for a CUDA install) -------
 def _libdevice_candidates():
     env = os.environ.get(LIBDEVICE_ENV)
     if env:
@@ -92,14 +90,6 @@ class GpuModuleEmitter:
         if key not in self.intrinsics:
             self.intrinsics[key] = ir.Function(self.module, ir.FunctionType(ret, args), name)
         return self.intrinsics[key]
-
-    def libdevice(self, op: str, dtype: DType, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
-        if find_libdevice() is None:
-            raise UnsupportedError(
-                f"'{op}' on {dtype} needs CUDA's libdevice (nvvm/libdevice/libdevice.10.bc), which was not "
-                f"found; set CUDA_HOME or {LIBDEVICE_ENV}")
-        name = "__nv_" + _LIBDEVICE_NAMES[op] + ("f" if dtype.name != "f64" else "")
-        return self.intrinsic(name, ret, args)
 
     def device_malloc(self) -> ir.Function:
         """CUDA's device heap (``malloc``/``free`` are system calls the driver provides)."""
@@ -350,31 +340,6 @@ class GpuKernelEmitter(FunctionEmitter):
             for k, value in enumerate(args):
                 b.store(value, b.gep(self.status, [ir.Constant(I64, 8 + 8 * k)], source_etype=I8), align=8)
 
-    # -- math ----------------------------------------------------------------------------------------
-    def math(self, op: str, args: list, dtype: DType) -> ir.Value:
-        b = self.builder
-        if dtype.name == "f16":  # computed in f32 and rounded once, as the CPU target does
-            f32 = ir.FloatType()
-            wide = [b.fpext(a, f32) for a in args]
-            func = self.mod.libdevice(op, dtype, f32, [f32] * len(args))
-            return b.fptrunc(b.call(func, wide), ir.HalfType())
-        if dtype.name not in ("f32", "f64"):
-            raise UnsupportedError(f"'{op}' on {dtype}")
-        t = args[0].type
-        return b.call(self.mod.libdevice(op, dtype, t, [t] * len(args)), args)
-
-    def binary(self, op: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
-        if dtype.is_float and op == "pow":
-            return self.math("pow", [a, c], dtype)
-        if dtype.is_float and op == "mod":
-            b = self.builder
-            r = self.math("mod", [a, c], dtype)  # fmod is exact; frem's NVPTX expansion is not
-            zero = ir.Constant(a.type, 0.0)
-            fix = b.and_(b.fcmp_ordered("!=", r, zero),
-                         b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", c, zero)))
-            return b.select(fix, b.fadd(r, c), r)
-        return super().binary(op, a, c, dtype)
-
 
 _STATEMENTS = tuple(getattr(P, n) for n in ("Assign", "Store", "Fence", "If", "Loop", "While", "Check", "Alloc")
                     if hasattr(P, n))
@@ -395,8 +360,7 @@ def emit_gpu_module(program: P.Program, spec, base_manifest: dict) -> tuple[str,
 
 
 def optimize_gpu(llvm_ir: str, spec):
-    """Parse and verify the IR, link the libdevice functions it calls (only those stay),
-    and optimise at -O3."""
+    """Parse and verify the IR and optimise it at -O3."""
     import llvmlite.binding as llvm
 
     from intentc.codegen.target import target_machine
@@ -404,15 +368,6 @@ def optimize_gpu(llvm_ir: str, spec):
     tm = target_machine(spec)
     module = llvm.parse_assembly(llvm_ir)
     module.verify()
-    kernels = {f.name for f in module.functions if not f.is_declaration}
-    if any(f.is_declaration and f.name.startswith("__nv_") for f in module.functions):
-        module.link_in(llvm.parse_bitcode(find_libdevice().read_bytes()))
-        for f in module.functions:
-            if not f.is_declaration and f.name not in kernels:
-                f.linkage = "internal"
-        dce = llvm.create_new_module_pass_manager()
-        dce.add_global_dead_code_eliminate_pass()
-        dce.run(module, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0)))
     module.triple = spec.triple
     module.data_layout = str(tm.target_data)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)

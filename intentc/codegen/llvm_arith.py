@@ -35,14 +35,17 @@ class ArithmeticEmitter:
             if op in ("min", "max"):
                 name = "llvm.minimum" if op == "min" else "llvm.maximum"
                 return b.call(self.mod.intrinsic(f"{name}.{type_suffix(a.type)}", a.type, [a.type, a.type]), [a, c])
+            if op in mathlib.FUNCTIONS:  # pow and the binary functions: intentc's own, every target
+                return mathlib.call(b, self.mod.module, op, a, c)
             if op == "pow":
                 return b.call(self.mod.intrinsic(f"llvm.pow.{type_suffix(a.type)}", a.type, [a.type, a.type]), [a, c])
             if op == "floordiv":
                 floor = self.mod.intrinsic(f"llvm.floor.{type_suffix(a.type)}", a.type, [a.type])
                 return b.call(floor, [b.fdiv(a, c)])
             if op == "mod":
-                # Python: the remainder takes the divisor's sign, a zero remainder too.
-                r = b.frem(a, c)
+                # Python: the remainder takes the divisor's sign, a zero remainder too. fmod is
+                # intentc's own (exact, branch-free), not frem's C library call.
+                r = mathlib.call(b, self.mod.module, "fmod", a, c)
                 zero = ir.Constant(a.type, 0.0)
                 fix = b.and_(b.fcmp_ordered("!=", r, zero),
                              b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", c, zero)))
@@ -156,7 +159,7 @@ class ArithmeticEmitter:
             if not dtype.is_signed:
                 return a
             return b.select(b.icmp_signed("<", a, ir.Constant(a.type, 0)), b.sub(ir.Constant(a.type, 0), a), a)
-        if op in mathlib.OPS and dtype.is_float:  # intentc's own: vectorisable, the same bits on every target
+        if op in mathlib.FUNCTIONS and dtype.is_float:  # intentc's own: vectorisable, the same bits everywhere
             return mathlib.call(b, self.mod.module, op, a)
         if op == "sqrt":  # IEEE, correctly rounded everywhere
             return b.call(self.mod.intrinsic(f"llvm.sqrt.{type_suffix(a.type)}", a.type, [a.type]), [a])

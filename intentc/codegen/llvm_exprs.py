@@ -87,6 +87,15 @@ class ExpressionEmitter:
     def muladd(self, e: P.MulAdd) -> ir.Value:  # a contraction grants the fused multiply-add (T3, T7)
         b = self.builder
         x, y, z = self.expr(e.a), self.expr(e.b), self.expr(e.c)
+        if e.dtype.is_float and e.fused:  # I.fma: one rounding (f16: to f32, then to f16, as the interpreter)
+            if isinstance(x.type, ir.HalfType) or (isinstance(x.type, ir.VectorType)
+                                                   and isinstance(x.type.element, ir.HalfType)):
+                wide = ir.FloatType() if not isinstance(x.type, ir.VectorType) else ir.VectorType(ir.FloatType(),
+                                                                                                 x.type.count)
+                args = [b.fpext(v, wide) for v in (x, y, z)]
+                fused = b.call(self.mod.intrinsic(f"llvm.fma.{type_suffix(wide)}", wide, [wide] * 3), args)
+                return b.fptrunc(fused, x.type)
+            return b.call(self.mod.intrinsic(f"llvm.fma.{type_suffix(x.type)}", x.type, [x.type] * 3), [x, y, z])
         if e.dtype.is_float:
             return b.call(self.mod.intrinsic(f"llvm.fmuladd.{type_suffix(x.type)}", x.type, [x.type] * 3), [x, y, z])
         return b.add(b.mul(x, y), z)

@@ -18,18 +18,22 @@ import llvmlite
 llvmlite.ir_layer_typed_pointers_enabled = False
 from llvmlite import ir  # noqa: E402
 
-from intentc.base.elementary import ALGORITHMS, F32, F64, FORMATS, OPS, Format  # noqa: E402
+from intentc.base import math_catalog  # noqa: E402
+from intentc.base.elementary import F32, F64, FORMATS, OPS, Format  # noqa: E402
+from intentc.base.math_algorithms import ALGORITHMS  # noqa: E402
 
-__all__ = ["OPS", "FORMATS", "function", "call"]
+__all__ = ["OPS", "FUNCTIONS", "FORMATS", "function", "call"]
+FUNCTIONS = math_catalog.ALL  # every function call() computes
 
 
 # ---- LLVM IR -------------------------------------------------------------------------------------
 class _IR:
     """The arithmetic of ``base/elementary.py`` as LLVM instructions in one float format."""
 
-    def __init__(self, builder: ir.IRBuilder, fmt: Format):
+    def __init__(self, builder: ir.IRBuilder, fmt: Format, source: int | None = None):
         self.b = builder
         self.fmt = fmt
+        self.source = source or fmt.bits
         self.ft = ir.FloatType() if fmt.bits == 32 else ir.DoubleType()
         self.it = ir.IntType(fmt.bits)
 
@@ -65,6 +69,52 @@ class _IR:
 
     def uge(self, a, b):
         return self.b.fcmp_unordered(">=", a, b)
+
+    def le(self, a, b):
+        return self.b.fcmp_ordered("<=", a, b)
+
+    def uno(self, a, b):
+        return self.b.fcmp_unordered("uno", a, b)
+
+    def or_(self, p, q):
+        return self.b.or_(p, q)
+
+    def and_(self, p, q):
+        return self.b.and_(p, q)
+
+    def not_(self, p):
+        return self.b.not_(p)
+
+    def sqrt(self, a):  # IEEE, correctly rounded: one instruction on every target
+        fn = self.b.module.declare_intrinsic("llvm.sqrt", [self.ft])
+        return self.b.call(fn, [a])
+
+    def ftoi(self, a):  # an integral float in the integer range
+        return self.b.fptosi(a, self.it)
+
+    def ixor(self, a, b):
+        return self.b.xor(a, b)
+
+    def ilt(self, a, b):
+        return self.b.icmp_signed("<", a, b)
+
+    def lshr(self, a, n: int):
+        return self.b.lshr(a, self.ic(n))
+
+    def table(self, name: str, values: tuple, index):
+        """``values[index]`` from a constant table ``intent.table.<name>`` of the module."""
+        module = self.b.module
+        gname = f"intent.table.{name}"
+        table = module.globals.get(gname)
+        if table is None:
+            array = ir.ArrayType(self.ft, len(values))
+            table = ir.GlobalVariable(module, array, gname)
+            table.initializer = ir.Constant(array, [ir.Constant(self.ft, v) for v in values])
+            table.global_constant = True
+            table.linkage = "internal"
+            table.unnamed_addr = True
+        ptr = self.b.gep(table, [ir.Constant(ir.IntType(64), 0), index], inbounds=True)
+        return self.b.load(ptr)
 
     def select(self, cond, a, b):
         return self.b.select(cond, a, b)
@@ -108,33 +158,57 @@ def _format_of(type_: ir.Type) -> Format:
     raise TypeError(f"no math library function for {type_}")
 
 
-def function(module: ir.Module, op: str, type_: ir.Type) -> ir.Function:
-    """The function ``intent.<op>.<f32|f64>`` of ``module`` (added on first use)."""
+_TYPES = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
+
+
+def function(module: ir.Module, op: str, type_: ir.Type, source: int | None = None) -> ir.Function:
+    """The function ``intent.<op>.<f32|f64>`` of ``module`` (added on first use) computing ``op``
+    in ``type_``'s format for operands of ``source`` bits (the format's own by default)."""
     fmt = _format_of(type_)
-    name = f"intent.{op}.{fmt.name}"
+    source = source or fmt.bits
+    name = f"intent.{op}.{fmt.name}" if source == fmt.bits else f"intent.{op}.f{source}.{fmt.name}"
     existing = module.globals.get(name)
     if existing is not None:
         return existing
-    func = ir.Function(module, ir.FunctionType(type_, [type_]), name)
+    arity = math_catalog.arity(op)
+    func = ir.Function(module, ir.FunctionType(type_, [type_] * arity), name)
     func.linkage = "internal"
     for attribute in ("alwaysinline", "nounwind", "readnone"):
         func.attributes.add(attribute)
     builder = ir.IRBuilder(func.append_basic_block("entry"))
-    builder.ret(ALGORITHMS[op](_IR(builder, fmt), func.args[0]))
+    builder.ret(ALGORITHMS[op](_IR(builder, fmt, source), *func.args))
     return func
 
 
-def call(builder: ir.IRBuilder, module: ir.Module, op: str, value: ir.Value) -> ir.Value:
-    """``op(value)`` for a float ``value``; f16 is computed in f32 and rounded once. A
-    vector is computed lane by lane (the vectoriser widens the inlined lanes again)."""
-    if isinstance(value.type, ir.VectorType):
-        result = ir.Constant(value.type, ir.Undefined)
-        for lane in range(value.type.count):
+def _bits(type_: ir.Type) -> int:
+    if isinstance(type_, ir.HalfType):
+        return 16
+    if isinstance(type_, ir.FloatType):
+        return 32
+    if isinstance(type_, ir.DoubleType):
+        return 64
+    raise TypeError(f"no math library function for {type_}")
+
+
+def call(builder: ir.IRBuilder, module: ir.Module, op: str, *values: ir.Value) -> ir.Value:
+    """``op(*values)`` for float operands of one type: widened to the computing format and the
+    result rounded back (f16 through f32). A vector is computed lane by lane (the
+    vectoriser widens the inlined lanes again)."""
+    first = values[0]
+    if isinstance(first.type, ir.VectorType):
+        result = ir.Constant(first.type, ir.Undefined)
+        for lane in range(first.type.count):
             index = ir.Constant(ir.IntType(32), lane)
-            item = call(builder, module, op, builder.extract_element(value, index))
+            item = call(builder, module, op, *(builder.extract_element(v, index) for v in values))
             result = builder.insert_element(result, item, index)
         return result
-    if isinstance(value.type, ir.HalfType):
-        wide = builder.call(function(module, op, ir.FloatType()), [builder.fpext(value, ir.FloatType())])
-        return builder.fptrunc(wide, ir.HalfType())
-    return builder.call(function(module, op, value.type), [value])
+    bits = _bits(first.type)
+    wide = math_catalog.computed_in(op, bits)
+    if wide == bits:
+        return builder.call(function(module, op, first.type), list(values))
+    source = max(bits, 32)
+    args = [builder.fpext(v, _TYPES[wide]) for v in values]
+    result = builder.call(function(module, op, _TYPES[wide], source), args)
+    if source != wide:
+        result = builder.fptrunc(result, _TYPES[source])
+    return result if bits == source else builder.fptrunc(result, first.type)

@@ -30,9 +30,10 @@ import math
 
 import numpy as np
 
+from intentc.base import math_catalog
 from intentc.base.status import E_BOUNDS, E_DOMAIN, E_SHAPE, KernelError
-from intentc.interp.numeric import (Domain, binary, cast, compare, int_to_float, numpy_dtype, scalar_of, unary,
-                                    wrap)
+from intentc.interp.numeric import (Domain, binary, cast, compare, fused_multiply_add, int_to_float, numpy_dtype,
+                                    scalar_of, unary, wrap)
 from intentc.kir.contract_spec import parse_spec
 from intentc.kir.core import Op, Value
 from intentc.kir.types import DTYPES, TensorType, element_dtype
@@ -76,6 +77,11 @@ def _op_binary(it, op: Op, env: dict):
 def _op_unary(it, op: Op, env: dict):
     result, (a,), dtype, tensor, _ = _operand_plan(it, op)
     env[result] = unary(op.name, dtype, env[a], tensor)
+
+
+def _op_fma(it, op: Op, env: dict):
+    result, (a, b, c), dtype, _, _ = _operand_plan(it, op)
+    env[result] = fused_multiply_add(dtype, env[a], env[b], env[c])
 
 
 def _op_cmp(it, op: Op, env: dict):
@@ -385,11 +391,13 @@ HANDLERS = {
     "if": _op_if, "for": _op_for, "while": _op_while, "parallel": _op_parallel, "call": _op_call,
     "yield": _op_terminator, "condition": _op_terminator, "return": _op_terminator,
 }
-for _name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"):
+for _name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr",
+              *math_catalog.NEW_BINARY):
     HANDLERS[_name] = _op_binary
-for _name in ("neg", "not", "abs", "exp", "log", "sqrt", "tanh"):
+for _name in ("neg", "not", "abs", "exp", "log", "sqrt", "tanh", *math_catalog.UNARY):
     HANDLERS[_name] = _op_unary
 for _name in ("dom_begin", "dom_end", "dom_step", "dom_len"):
     HANDLERS[_name] = _op_dom_query
+HANDLERS["fma"] = _op_fma
 HANDLERS["contract"] = _op_contract
 HANDLERS["histogram"] = _op_histogram

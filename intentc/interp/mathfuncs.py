@@ -1,24 +1,29 @@
-"""intentc's own ``exp``, ``log`` and ``tanh`` run with NumPy, one IEEE operation at a time.
+"""intentc's own math functions run with NumPy, one IEEE operation at a time.
 
-The algorithms are described once in ``intentc/base/elementary.py``; code generation runs
-that description as LLVM IR (``intentc/codegen/mathlib.py``), and this module runs it
-with an arithmetic whose operations are NumPy ufuncs in the operand dtype (no fused
-multiply-add, no excess precision), so that the interpreter gives the compiled code's
-bits on every target. f16 goes through f32 and is rounded once.
+The algorithms are described once in ``intentc/base/`` (``math_algorithms.ALGORITHMS``);
+code generation runs that description as LLVM IR (``intentc/codegen/mathlib.py``), and
+this module runs it with an arithmetic whose operations are NumPy ufuncs in the computing
+dtype (no fused multiply-add, no excess precision), widening and rounding exactly as the
+compiled code does (``math_catalog.computed_in``; f16 through f32), so that the
+interpreter gives the compiled code's bits on every target. bf16 is computed as f32 is
+and rounded once to bf16.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from intentc.base.elementary import ALGORITHMS, F32, F64, Format
+from intentc.base import math_catalog
+from intentc.base.elementary import F32, F64, Format
+from intentc.base.math_algorithms import ALGORITHMS
 
 
 class _NumPy:
     """The arithmetic of ``base/elementary.py`` as NumPy operations in one float dtype."""
 
-    def __init__(self, fmt: Format):
+    def __init__(self, fmt: Format, source: int | None = None):
         self.np = np
         self.fmt = fmt
+        self.source = source or fmt.bits
         self.ft = np.float32 if fmt.bits == 32 else np.float64
         self.it = np.int32 if fmt.bits == 32 else np.int64
 
@@ -55,6 +60,40 @@ class _NumPy:
     def uge(self, a, b):
         return ~self.np.less(a, b)
 
+    def le(self, a, b):
+        return self.np.less_equal(a, b)
+
+    def uno(self, a, b):
+        return self.np.isnan(a) | self.np.isnan(b)
+
+    def or_(self, p, q):
+        return self.np.logical_or(p, q)
+
+    def and_(self, p, q):
+        return self.np.logical_and(p, q)
+
+    def not_(self, p):
+        return self.np.logical_not(p)
+
+    def sqrt(self, a):
+        return self.np.sqrt(a, dtype=self.ft)
+
+    def ftoi(self, a):
+        return self.np.asarray(a).astype(self.it)
+
+    def ixor(self, a, b):
+        return self.np.bitwise_xor(a, b, dtype=self.it)
+
+    def ilt(self, a, b):
+        return self.np.less(a, b)
+
+    def lshr(self, a, n: int):
+        unsigned = self.np.uint32 if self.fmt.bits == 32 else self.np.uint64
+        return self.np.right_shift(self.np.asarray(a, self.it).view(unsigned), unsigned(n)).view(self.it)
+
+    def table(self, name: str, values: tuple, index):
+        return self.np.asarray(values, self.ft)[index]
+
     def select(self, cond, a, b):
         return self.np.where(cond, a, b)
 
@@ -89,16 +128,25 @@ class _NumPy:
         return self.np.asarray(i).astype(self.ft)
 
 
-def evaluate(op: str, x, dtype=None):
-    """``op(x)`` computed exactly as the compiled code computes it: an array of ``x``'s
-    float dtype (or ``dtype``) and shape; f16 goes through f32 and is rounded once."""
-    nd = np.dtype(dtype) if dtype is not None else np.asarray(x).dtype
-    x = np.asarray(x, nd)
-    if nd == np.float16:
-        with np.errstate(all="ignore"):  # the f32 result rounded once: overflow to inf is expected
-            return evaluate(op, x.astype(np.float32)).astype(np.float16)
-    fmt = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}.get(nd)
-    if fmt is None:
+FUNCTIONS = frozenset(math_catalog.ALL)
+_FORMATS = {32: F32, 64: F64}
+_DTYPES = {16: np.dtype(np.float16), 32: np.dtype(np.float32), 64: np.dtype(np.float64)}
+
+
+def evaluate(op: str, *operands, dtype=None):
+    """``op(*operands)`` computed exactly as the compiled code computes it: an array of the
+    operands' float dtype (or ``dtype``) and their broadcast shape."""
+    nd = np.dtype(dtype) if dtype is not None else np.asarray(operands[0]).dtype
+    xs = [np.asarray(x, nd) for x in operands]
+    if nd.name == "bfloat16":  # computed as f32 is, rounded once
+        with np.errstate(all="ignore"):
+            return evaluate(op, *(x.astype(np.float32) for x in xs)).astype(nd)
+    bits = {np.dtype(np.float16): 16, np.dtype(np.float32): 32, np.dtype(np.float64): 64}.get(nd)
+    if bits is None:
         raise TypeError(f"no math library function for {nd}")
-    with np.errstate(all="ignore"):
-        return np.asarray(ALGORITHMS[op](_NumPy(fmt), x), nd)
+    wide = math_catalog.computed_in(op, bits)
+    source = max(bits, 32)
+    with np.errstate(all="ignore"):  # the wide result rounded: overflow to inf is expected
+        result = np.asarray(ALGORITHMS[op](_NumPy(_FORMATS[wide], source), *(x.astype(_DTYPES[wide]) for x in xs)),
+                            _DTYPES[wide])
+        return result.astype(_DTYPES[source]).astype(nd)

@@ -36,12 +36,11 @@ Numeric rules (one meaning on every target; the compiled code implements the sam
       ``!= 0`` (so NaN -> True); bool -> number is 0 or 1. Casts between an OCP
       Microscaling type and f32 follow ``intentc/kir/mx.py`` (exact decoding; rounding to
       nearest even, saturating where the format has no infinity).
-    - ``exp``, ``log`` and ``tanh`` are intentc's own functions
-      (``intentc/base/elementary.py``), run with NumPy one IEEE operation at a time
-      (``mathfuncs.py``): the same bits as the compiled code on every target. ``sqrt``
-      uses NumPy and is correctly rounded everywhere; float ``**`` is C's ``pow`` in double precision
-      rounded to the dtype and may differ from the compiled code's libm by the ULP bound
-      in ``docs/testing.md``.
+    - The math functions (``exp``, ``log``, ``tanh``, float ``**`` and ``%``'s ``fmod``, and
+      every function of ``intentc/base/math_catalog.py``) are intentc's own
+      (``intentc/base/``), run with NumPy one IEEE operation at a time (``mathfuncs.py``):
+      the same bits as the compiled code on every target. ``sqrt`` uses NumPy and is
+      correctly rounded everywhere.
 """
 from __future__ import annotations
 
@@ -216,6 +215,8 @@ def float_binary(op: str, dtype: DType, a, b):
         return _same_kind(np.floor(np.divide(a, b, dtype=nd)), nd)
     if op == "mod":
         return _same_kind(float_mod(a, b, nd), nd)
+    if op in mathfuncs.FUNCTIONS:  # pow and the binary functions: the compiled code's algorithm
+        return _same_kind(mathfuncs.evaluate(op, a, b, dtype=nd), nd)
     if op == "pow":
         if isinstance(a, np.ndarray):
             return lift(lambda x, y: c_pow(x, y, nd), [a, b], dtype, dtype)
@@ -231,7 +232,7 @@ def float_mod(a, b, nd: np.dtype):
     ``x % 0``, ``inf % y`` and NaN operands give NaN."""
     a = np.asarray(a, nd)
     b = np.asarray(b, nd)
-    r = np.fmod(a, b)
+    r = np.asarray(mathfuncs.evaluate("fmod", a, b, dtype=nd), nd)
     differ = ((r < 0) | (r > 0)) & ((r < 0) != (b < 0))
     r = np.where(differ, np.add(r, b, dtype=nd), r)
     return np.where(r == 0, np.copysign(np.zeros((), nd), b), r)
@@ -257,6 +258,64 @@ def c_pow(x, y, nd: np.dtype):
         return nd.type(result)
 
 
+def _fma_scalar(a: float, b: float, c: float, steps: tuple):
+    """``a * b + c`` rounded once to the first dtype of ``steps`` (then to each next one): exact
+    rational arithmetic for finite operands, IEEE's rules for infinities, NaN and zeros."""
+    from fractions import Fraction
+
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        value = a * b + c  # inf * 0 and inf - inf give NaN, as fma's
+    else:
+        exact = Fraction(a) * Fraction(b) + Fraction(c)
+        if exact == 0:
+            product_negative = (math.copysign(1.0, a) * math.copysign(1.0, b)) < 0
+            both_negative = product_negative and math.copysign(1.0, c) < 0
+            value = -0.0 if (both_negative and a * b == 0 and c == 0) else 0.0
+        else:
+            try:
+                value = exact.numerator / exact.denominator  # correctly rounded to double
+            except OverflowError:
+                value = math.inf if exact > 0 else -math.inf
+            if steps[0] != np.float64:  # round the exact value once to the (narrower) first dtype
+                value = _round_exact(exact, value, steps[0])
+    with np.errstate(all="ignore"):
+        for nd in steps:
+            value = nd(value)
+    return value
+
+
+def _round_exact(exact, value: float, nd) -> float:
+    """The ``nd`` value nearest ``exact`` (ties to even); ``value`` is ``exact`` rounded to double."""
+    from fractions import Fraction
+
+    with np.errstate(all="ignore"):
+        near = nd(value)
+    if not np.isfinite(near):
+        return float(near)
+    below, above = (np.nextafter(near, nd(-np.inf)), np.nextafter(near, nd(np.inf)))
+    best = float(near)
+    for candidate in (below, above):
+        if not np.isfinite(candidate):
+            continue
+        d_new, d_best = abs(Fraction(float(candidate)) - exact), abs(Fraction(best) - exact)
+        even = int(np.asarray(candidate).view({np.float16: np.uint16, np.float32: np.uint32}[nd])) % 2 == 0
+        if d_new < d_best or (d_new == d_best and even):
+            best = float(candidate)
+    return best
+
+
+def fused_multiply_add(dtype: DType, a, b, c):
+    """``I.fma``: ``a * b + c`` rounded once (f16: to f32, then to f16, as the compiled code;
+    bf16 likewise), element-wise."""
+    nd = numpy_dtype(dtype)
+    steps = (np.float64,) if nd == np.float64 else (np.float32,) if nd == np.float32 else (np.float32, nd.type)
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, nd) for v in (a, b, c)))
+    out = np.empty(a.shape, nd)
+    for index in np.ndindex(a.shape):
+        out[index] = _fma_scalar(float(a[index]), float(b[index]), float(c[index]), steps)
+    return out[()] if out.ndim == 0 else out
+
+
 def float_min_max(op: str, a, b, nd: np.dtype):
     """IEEE 754-2019 minimum/maximum: NaN if either operand is NaN; -0.0 < +0.0."""
     a = np.asarray(a, nd)
@@ -275,8 +334,8 @@ def float_unary(op: str, dtype: DType, a):
         return _same_kind(np.negative(a), nd)
     if op == "abs":
         return _same_kind(np.abs(a), nd)
-    if op in ("exp", "log", "tanh"):  # the compiled code's own algorithm, operation by operation
-        return _same_kind(mathfuncs.evaluate(op, a, nd), nd)
+    if op in mathfuncs.FUNCTIONS:  # the compiled code's own algorithm, operation by operation
+        return _same_kind(mathfuncs.evaluate(op, a, dtype=nd), nd)
     if op == "sqrt":
         return _same_kind(np.sqrt(a, dtype=nd), nd)
     raise NotImplementedError(f"'{op}' on {dtype}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from intentc.base import math_catalog
 from intentc.kir.core import Block, Function, Op, Value
 from intentc.kir.ops import effects
 from intentc.kir.rewrite import clone_block, replace_uses
@@ -23,7 +24,8 @@ MIN_BLOCK = 4096
 MAX_BLOCKS = 1024
 
 ELEMENTWISE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl",
-               "shr", "neg", "not", "abs", "exp", "log", "tanh", "sqrt", "cmp", "select", "cast"}
+               "shr", "neg", "not", "abs", "exp", "log", "tanh", "sqrt", "cmp", "select", "cast",
+               "fma", *math_catalog.UNARY, *math_catalog.NEW_BINARY}
 # Tensor values whose element accesses are checked against their own extents before they
 # are expanded (an index can leave them without leaving the parameters they read).
 _CHECKED_RELATIONS = ELEMENTWISE | {"broadcast", "permute", "view", "reshape", "join", "indices"}

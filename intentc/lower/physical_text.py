@@ -34,16 +34,18 @@ from __future__ import annotations
 
 import ast
 import re
+from intentc.base import math_catalog
 from intentc.kir.types import BOOL, DTYPES, INDEX, DType
 from intentc.lower import program as P
 
 print_program = P.format_program
 
-BINARY_OPS = frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split())
-UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split())
+BINARY_OPS = (frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split())
+              | set(math_catalog.NEW_BINARY))
+UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split()) | set(math_catalog.UNARY)
 COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
 FIELD_KINDS = frozenset(("shape", "stride", "address"))
-_CALLS = BINARY_OPS | UNARY_OPS | COMPARE_PREDS | {"select", "muladd", "shuffle"}
+_CALLS = BINARY_OPS | UNARY_OPS | COMPARE_PREDS | {"select", "muladd", "fma", "shuffle"}
 
 _TOKEN = re.compile(r"""\s*(?:
     (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
@@ -253,7 +255,7 @@ class _Expressions:
             self.take(")")
             return P.Shuffle(P.VectorType(a.dtype.elem, len(mask)), a, b, tuple(mask))
         args = self.args()
-        arity = {"select": 3, "muladd": 3, **dict.fromkeys(BINARY_OPS | COMPARE_PREDS, 2),
+        arity = {"select": 3, "muladd": 3, "fma": 3, **dict.fromkeys(BINARY_OPS | COMPARE_PREDS, 2),
                  **dict.fromkeys(UNARY_OPS, 1)}.get(name)
         if arity is None:
             raise ValueError(f"unknown operation '{name}'")
@@ -261,8 +263,8 @@ class _Expressions:
             raise ValueError(f"'{name}' takes {arity} operands, not {len(args)}")
         if name == "select":
             return P.Select(args[1].dtype, *args)
-        if name == "muladd":
-            return P.MulAdd(args[0].dtype, *args)
+        if name in ("muladd", "fma"):
+            return P.MulAdd(args[0].dtype, *args, fused=name == "fma")
         if name in BINARY_OPS:
             return P.Binary(args[0].dtype, name, args[0], args[1], fast)
         if name in COMPARE_PREDS:

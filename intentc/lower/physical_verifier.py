@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import re
 
+from intentc.base import math_catalog
 from intentc.kir.types import BOOL, DTYPES, INDEX
 from intentc.lower import program as P
 
 LOOP_KINDS = ("serial", "point", "parallel")
-BINARY_OPS = frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split())
-UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split())
+BINARY_OPS = (frozenset("add sub mul div floordiv mod pow min max and or xor shl shr".split())
+              | set(math_catalog.NEW_BINARY))
+UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split()) | set(math_catalog.UNARY)
 COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
 ATOMIC_OPS = frozenset("add sub min max and or xor exchange cas load store".split())
 ATOMIC_ORDERS = frozenset(("relaxed", "acquire", "release", "acq_rel"))

@@ -145,11 +145,12 @@ class Shuffle(Expr):
 @dataclass(frozen=True)
 class MulAdd(Expr):
     """``a * b + c`` on scalars or vectors. Floats may fuse the two into one rounding (a
-    contraction grants it, T3/T7); integers wrap."""
+    contraction grants it, T3/T7); integers wrap. ``fused``: always one rounding (``I.fma``)."""
 
     a: Expr
     b: Expr
     c: Expr
+    fused: bool = False
 
 
 @dataclass(frozen=True)
@@ -342,7 +343,7 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, Shuffle):
         return f"shuffle({format_expr(e.a)}, {format_expr(e.b)}, {list(e.mask)})"
     if isinstance(e, MulAdd):
-        return f"muladd({format_expr(e.a)}, {format_expr(e.b)}, {format_expr(e.c)})"
+        return f"{'fma' if e.fused else 'muladd'}({format_expr(e.a)}, {format_expr(e.b)}, {format_expr(e.c)})"
     if isinstance(e, Atomic):
         args = "".join(", " + format_expr(x) for x in (e.a, e.b) if x is not None)
         return f"atomic_{e.op}.{e.order}(&{e.tensor.name}.data[{format_expr(e.offset)}]{args})"

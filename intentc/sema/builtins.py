@@ -1,11 +1,11 @@
 """The builtins of the ``I`` namespace: one table from name to handler.
 
 Each family module contributes the ``BUILTINS`` dict of its handlers (pointwise math,
-domains, relations, reductions and scans, region operations, contractions and
-histograms, scaled and sparse contractions, memory); this module merges them, refusing
-a name claimed twice, and adds the forms that exist only to be explained. A handler is
-``handler(builder, name, node) -> value`` and checks its own arguments (keywords
-included). The "unknown builtin" hint lists exactly the table's names.
+the math library's functions (``math_builtins.py``), domains, relations, reductions and
+scans, region operations, contractions and histograms, scaled and sparse contractions,
+memory); this module merges them, refusing a name claimed twice, and adds the forms
+that exist only to be explained. A handler is ``handler(builder, name, node) -> value``
+and checks its own arguments (keywords included). The "unknown builtin" hint lists exactly the table's names.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from intentc.parse import ast
 from intentc.sema.arguments import no_keywords
 from intentc.sema.contract import BUILTINS as CONTRACT
 from intentc.sema.domains import BUILTINS as DOMAINS
+from intentc.sema.math_builtins import BUILTINS as MATH
 from intentc.sema.memory import BUILTINS as MEMORY
 from intentc.sema.pointwise import BUILTINS as POINTWISE
 from intentc.sema.regions import BUILTINS as REGIONS
@@ -57,7 +58,10 @@ def merge(*tables: dict) -> dict:
     return merged
 
 
-BUILTINS = merge(POINTWISE, DOMAINS, RELATIONS, STRUCTURED, REGIONS, CONTRACT, SCALED, MEMORY, {"parallel": _parallel})
+# I.minimum / I.maximum of two or more operands are math_builtins' (pointwise's take two).
+_POINTWISE = {name: handler for name, handler in POINTWISE.items() if name not in MATH}
+BUILTINS = merge(_POINTWISE, MATH, DOMAINS, RELATIONS, STRUCTURED, REGIONS, CONTRACT, SCALED, MEMORY,
+                 {"parallel": _parallel})
 # Names that are not builtins, with a diagnostic saying what to write instead (not listed).
 NOT_BUILTINS = {"state_stream": _state_stream, "partition": _partition}
 

@@ -11,10 +11,11 @@ import inspect
 import pytest
 from sema_programs import diagnostic, kir
 
-from intentc.sema import builtins, contract, domains, memory, pointwise, regions, relations, scaled, structured
+from intentc.sema import (builtins, contract, domains, math_builtins, memory, pointwise, regions, relations, scaled,
+                          structured)
 from intentc.sema.builtins import BUILTINS, NOT_BUILTINS, merge
 
-FAMILIES = (pointwise, domains, relations, structured, regions, contract, scaled, memory)
+FAMILIES = (pointwise, math_builtins, domains, relations, structured, regions, contract, scaled, memory)
 
 
 def _call(expression: str) -> str:

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 SEMA = Path(__file__).resolve().parents[2] / "intentc" / "sema"
-ALLOWED = ("intentc.source", "intentc.diagnostics", "intentc.parse", "intentc.kir", "intentc.sema")
+ALLOWED = ("intentc.source", "intentc.diagnostics", "intentc.base", "intentc.parse", "intentc.kir", "intentc.sema")
 
 
 def _module_name(path: Path) -> str:

@@ -6,14 +6,17 @@ made broadcasts explicit, S2). What each computes, per dtype, is the interpreter
 """
 from __future__ import annotations
 
+from intentc.base import math_catalog
 from intentc.kir.core import Op
 from intentc.kir.ops.definition import (BOOL_A, FLOATS, INTS, INTS_OR_BOOLS, NUMBER_A, SCALAR, VALUE, Attr, OpDef,
                                         Operand, declare, need, one_of, optional, shaped_like)
 from intentc.kir.types import BOOL, element_dtype
 
-BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr")
-UNARY_OPS = ("neg", "not", "abs", "exp", "log", "tanh", "sqrt")
-FLOAT_ONLY = {"div", "exp", "log", "tanh", "sqrt"}
+# The math functions' op names come from intentc/base/math_catalog.py (float operands only).
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl",
+              "shr") + math_catalog.NEW_BINARY
+UNARY_OPS = ("neg", "not", "abs", "exp", "log", "tanh", "sqrt") + math_catalog.UNARY
+FLOAT_ONLY = {"div", "exp", "log", "tanh", "sqrt", *math_catalog.UNARY, *math_catalog.NEW_BINARY}
 INT_OR_BOOL_ONLY = {"and", "or", "xor", "not"}
 INT_ONLY = {"shl", "shr"}
 CMP_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -51,6 +54,11 @@ def _check_select(op: Op) -> None:
     need(cond.type == shaped_like(a.type, BOOL), op, "the condition must be bool-shaped like the choices")
 
 
+def _check_fma(op: Op) -> None:
+    a, b, c = op.operands
+    need(a.type == b.type == c.type == op.result.type, op, "fma's operands and result need one type")
+
+
 def _check_cast(op: Op) -> None:
     src = op.operands[0].type
     need(op.result.type == shaped_like(src, element_dtype(op.result.type)), op, "a cast changes only the dtype")
@@ -75,6 +83,9 @@ OPS = declare(
           attrs={"pred": Attr(one_of("a comparison predicate", CMP_PREDICATES))}, check=_check_cmp),
     OpDef("select", "core", operands=(Operand("cond", VALUE), Operand("then", VALUE), Operand("else", VALUE)),
           results=(Operand("result", VALUE),), check=_check_select),
+    # fma: a * b + c rounded once (I.fma, explicitly fused)
+    OpDef("fma", "core", operands=(Operand("a", FLOATS), Operand("b", FLOATS), Operand("c", FLOATS)),
+          results=(Operand("result", VALUE),), check=_check_fma),
     # in_range: the value is known to fit the target dtype (set by lowering; no saturation needed)
     OpDef("cast", "core", operands=(Operand("x", VALUE),), results=(Operand("result", VALUE),),
           attrs={"in_range": optional(BOOL_A)}, check=_check_cast),

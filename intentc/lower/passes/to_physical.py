@@ -18,6 +18,7 @@ After: a ``program.Kernel`` per KIR kernel in which
 """
 from __future__ import annotations
 
+from intentc.base import math_catalog
 from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, INDEX, TensorType
 from intentc.lower import program as P
@@ -28,7 +29,8 @@ ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
 FOLD_CHAINS = 8  # independent chains of an ordered fold (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
 _CODES = {"S1": "INTENT_E_SHAPE", "S3": "INTENT_E_SHAPE"}
-_PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr"}
+_PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr",
+              *math_catalog.NEW_BINARY}
 
 
 def run(module: Module) -> P.Program:
@@ -95,8 +97,11 @@ class _KernelLowering:
         if name in _PURE_EXPR:
             a, b = (self.read(v) for v in op.operands)
             return self.assign(op.result, P.Binary(op.result.type, name, a, b, self.fast))
-        if name in ("neg", "not", "abs", "exp", "log", "tanh", "sqrt"):
+        if name in ("neg", "not", "abs", "exp", "log", "tanh", "sqrt", *math_catalog.UNARY):
             return self.assign(op.result, P.Unary(op.result.type, name, self.read(op.operands[0])))
+        if name == "fma":
+            a, b, c = (self.read(v) for v in op.operands)
+            return self.assign(op.result, P.MulAdd(op.result.type, a, b, c, fused=True))
         if name == "cmp":
             a, b = (self.read(v) for v in op.operands)
             return self.assign(op.result, P.Compare(BOOL, op.attrs["pred"], a, b))

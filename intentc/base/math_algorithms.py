@@ -1,0 +1,24 @@
+"""One table from every math function's name to its algorithm (``ALGORITHMS``), merged
+from the modules that describe them; ``intentc/codegen/mathlib.py`` and
+``intentc/interp/mathfuncs.py`` run these and only these.
+
+An algorithm is ``algorithm(A, *operands)`` over an arithmetic ``A`` in the format
+``math_catalog.computed_in`` names (``A.fmt``), with ``A.source`` the width of the operands'
+own format (32 for f32 and f16, 64 for f64) so that an algorithm may do less work for a
+narrower result.
+"""
+from __future__ import annotations
+
+from intentc.base import elementary, math_catalog, math_exact, math_explog, math_gamma, math_special, math_trig
+
+ALGORITHMS = {
+    **elementary.ALGORITHMS,
+    "floor": math_exact.floor, "ceil": math_exact.ceil, "round": math_exact.round_, "trunc": math_exact.trunc,
+    "copysign": math_exact.copysign, "fmod": math_exact.fmod, "remainder": math_exact.remainder,
+    **math_explog.ALGORITHMS,
+    **math_trig.ALGORITHMS,
+    **math_special.ALGORITHMS,
+    **math_gamma.ALGORITHMS,
+}
+
+IMPLEMENTED = tuple(name for name in math_catalog.ALL if name in ALGORITHMS)
