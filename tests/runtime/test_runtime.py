@@ -22,6 +22,7 @@ EXPORTED = {
     "intent_error",
     "intent_clear_error",
     "intent_check_tensor",
+    "intent_check_aliasing",
     "intent_parallel_for",
     "intent_get_num_threads",
     "intent_set_num_threads",
@@ -408,7 +409,14 @@ def test_check_element_count_overflow(rt):
     assert arg.untouched()
     arg = Arg(shape=(2**31, 2**31, 2))  # exactly 2^63: one past INT64_MAX
     assert arg.check(rt, ndim=3) == E_SHAPE
-    arg = Arg(shape=(2**31, 2**31, 1))  # 2^62 fits
+    arg = Arg(shape=(2**31, 2**31, 1))  # 2^62 elements fit int64, but not their 2^64 bytes of f32
+    assert arg.check(rt, ndim=3) == E_SHAPE
+    assert last_error(rt) == ("saxpy: parameter 'x' has extents and strides whose byte offsets do not fit "
+                              "in 64 bits")
+    assert arg.untouched()
+    arg = Arg(shape=(2**30, 2**30, 2))  # 2^61 elements, 2^63 bytes: one past INT64_MAX
+    assert arg.check(rt, ndim=3) == E_SHAPE
+    arg = Arg(shape=(2**30, 2**30, 1))  # 2^60 elements, 2^62 bytes fit
     assert arg.check(rt, ndim=3) == 0
 
 
