@@ -34,6 +34,11 @@ def outer(x: u8[R], y: u8[C]) -> u8[R * C]:
     return b
 
 @intent.kernel
+def grid(x: u8[R], y: u8[C], out: mut u8[4]):
+    b = I.buffer(f32, [R, C], fill=1.0)
+    out[0] = I.cast(b[R - 1, C - 1], u8)
+
+@intent.kernel
 def permute(x: f32[N], perm: i64[N], out: mut f32[N]):
     I.scatter(out, perm, x, unique=True)
 """
@@ -152,6 +157,19 @@ def test_result_extents_past_64_bits(kernels):
         with pytest.raises(intentc.KernelError) as info:
             call(np.broadcast_to(np.uint8(1), (2**62,)), np.broadcast_to(np.uint8(1), (2,)))
         assert info.value.code == E_SHAPE, side
+
+
+def test_buffer_sizes_past_64_bits(kernels):
+    """A kernel-local buffer of 2^32 x 2^32 f32 (2^66 bytes, 0 when wrapped) is refused, not
+    allocated short."""
+    wide = np.broadcast_to(np.uint8(1), (2**32,))
+    for side, call in sides(kernels, "grid"):
+        out = np.zeros(4, np.uint8)
+        with pytest.raises(intentc.KernelError) as info:
+            call(wide, wide, out)
+        assert info.value.code == E_SHAPE and "the buffer 'b' has more bytes than 64 bits can count" in str(info.value)
+        call(wide[:3], wide[:5], out)
+        assert out.tolist() == [1, 0, 0, 0], side
 
 
 def test_byte_offsets_past_64_bits(kernels):
