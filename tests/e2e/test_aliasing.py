@@ -46,6 +46,17 @@ def transpose(x: f32[R, C], out: mut f32[C, R]):
         out[c, r] = x[r, c]
 
 @intent.kernel
+def rev4(x: f4e2m1[N], out: mut f4e2m1[N]):
+    for i in I.parallel(x.axis(0)):
+        out[N - 1 - i] = x[i]
+
+@intent.kernel
+def split4(x: f4e2m1[N], a: mut f4e2m1[N], b: mut f4e2m1[N]):
+    for i in I.parallel(x.axis(0)):
+        a[i] = x[i]
+        b[i] = x[i]
+
+@intent.kernel
 def fill2(v: f32, out: mut f32[R, C]):
     for r, c in I.parallel(out.axis(0), out.axis(1)):
         out[r, c] = v
@@ -216,6 +227,26 @@ def test_injective_strided_outputs_are_accepted(kernels, shape, strides):
     finals = both(kernels, "fill2", make)
     np.testing.assert_array_equal(finals[0], finals[1])
     assert np.count_nonzero(finals[0]) == shape[0] * shape[1]
+
+
+def test_packed_f4_arguments(kernels):
+    """f4e2m1 arrays travel packed, each into its own buffer; the loader applies the rule to
+    the caller's arrays, so packed kernels agree with the interpreter too."""
+    md = pytest.importorskip("ml_dtypes")
+    values = np.array([0.5, 1, 1.5, 2, 3, 4, 6, -1], np.float32).astype(md.float4_e2m1fn)
+
+    def in_place():
+        buf = values.copy()
+        return buf, (buf, buf), {}
+
+    for final in both(kernels, "rev4", in_place):
+        np.testing.assert_array_equal(final.astype(np.float32), values[::-1].astype(np.float32))
+
+    def overlapping():
+        buf = np.concatenate([values, values])
+        return buf, (values.copy(), buf[:8], buf[4:12]), {}
+
+    refused(kernels, "split4", overlapping, ["split4: parameters 'a' and 'b' overlap"])
 
 
 C_CALLER = r"""
