@@ -36,6 +36,7 @@ dtypes (``numpy_dtype``) and NumPy or Intent dtypes to DLPack codes (``dlpack_of
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -223,7 +224,7 @@ def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter]
             if value < 0:  # e.g. R - 1 with R = 0: no tensor has that shape
                 raise KernelError(E_SHAPE, f"{kernel}: the result extent {e} is {value}, which is negative")
         dtype = numpy_dtype(p.dtype)
-        count = 0 if 0 in shape else int(np.prod([int(n) for n in shape], dtype=object))
+        count = 0 if 0 in shape else math.prod(int(n) for n in shape)
         if count > INT64_MAX:  # the runtime's words (runtime_c/tensor.c)
             raise KernelError(E_SHAPE, f"{kernel}: parameter '{p.name}' has more elements than int64 can count")
         if count * dtype.itemsize > INT64_MAX:
