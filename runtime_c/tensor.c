@@ -353,56 +353,55 @@ int32_t intent_check_aliasing(const char *kernel, int32_t count, IntentArgView *
     for (int32_t k = 0; k < count; k++)
         ranges[k] = view_range(&views[k]);
 
-    /* Refusals first, so that a refused call has allocated and written nothing. */
+    /* Refusals first, so that a refused call has allocated and written nothing; one pass
+     * over the pairs also marks the read-only views that overlap a written one. */
+    int copies = 0;
+    for (int32_t k = 0; k < count; k++)
+        views[k].copy = 0;
     for (int32_t k = 0; k < count; k++) {
-        const IntentArgView *v = &views[k];
-        if (!v->written || ranges[k].lo == ranges[k].hi)
+        IntentArgView *v = &views[k];
+        if (ranges[k].lo == ranges[k].hi)
             continue;
-        int32_t axis = 0;
-        int64_t span = 0;
-        if (v->ndim > 64)
-            return intent_error(INTENT_E_ALIAS, "%s: parameter '%s' is written and has more than 64 "
-                                "dimensions, too many to prove that its elements do not overlap",
-                                kernel, v->name);
-        if (!injective(v, &axis, &span))
-            return intent_error(INTENT_E_ALIAS,
-                                "%s: parameter '%s' overlaps itself: it is written but its stride "
-                                "%lld on axis %d (extent %lld) falls within the span %lld of its "
-                                "smaller strides, so two of its indices address one element",
-                                kernel, v->name, (long long)v->strides[axis],
-                                (int)axis, (long long)v->shape[axis], (long long)span);
+        if (v->written && v->ndim > 1) { /* rank 0 and 1: distinct by the zero-stride check */
+            int32_t axis = 0;
+            int64_t span = 0;
+            if (v->ndim > 64)
+                return intent_error(INTENT_E_ALIAS, "%s: parameter '%s' is written and has more than 64 "
+                                    "dimensions, too many to prove that its elements do not overlap",
+                                    kernel, v->name);
+            if (!injective(v, &axis, &span))
+                return intent_error(INTENT_E_ALIAS,
+                                    "%s: parameter '%s' overlaps itself: it is written but its stride "
+                                    "%lld on axis %d (extent %lld) falls within the span %lld of its "
+                                    "smaller strides, so two of its indices address one element",
+                                    kernel, v->name, (long long)v->strides[axis], (int)axis,
+                                    (long long)v->shape[axis], (long long)span);
+        }
         for (int32_t j = 0; j < k; j++) {
-            if (!views[j].written || ranges[j].lo == ranges[j].hi)
+            IntentArgView *w = &views[j];
+            if (!(v->written || w->written) || ranges[j].lo == ranges[j].hi ||
+                !(ranges[j].lo < ranges[k].hi && ranges[k].lo < ranges[j].hi))
                 continue;
-            if (ranges[j].lo < ranges[k].hi && ranges[k].lo < ranges[j].hi)
+            if (v->written && w->written)
                 return intent_error(INTENT_E_ALIAS,
                                     "%s: parameters '%s' and '%s' overlap in memory and both are "
                                     "written, so the result would depend on the order of the writes",
-                                    kernel, views[j].name, v->name);
-        }
-    }
-
-    /* A read-only tensor that overlaps a written one is read from a copy: every input is
-     * read as it was before any output is written. */
-    int64_t total = 0;
-    int copies = 0;
-    for (int32_t k = 0; k < count; k++) {
-        views[k].copy = 0;
-        if (views[k].written || ranges[k].lo == ranges[k].hi)
-            continue;
-        for (int32_t j = 0; j < count; j++) {
-            if (views[j].written && ranges[j].lo < ranges[k].hi && ranges[k].lo < ranges[j].hi) {
-                if (views[k].ndim > 64 || __builtin_add_overflow(total, copy_bytes(&views[k]), &total))
-                    return intent_error(INTENT_E_ALLOC, "%s: parameter '%s' overlaps the written '%s' "
-                                        "and is too large to copy", kernel, views[k].name, views[j].name);
-                views[k].copy = 1;
-                copies = 1;
-                break;
-            }
+                                    kernel, w->name, v->name);
+            (v->written ? w : v)->copy = 1; /* the read-only one of the two */
+            copies = 1;
         }
     }
     if (!copies)
         return INTENT_OK;
+
+    /* A read-only tensor that overlaps a written one is read from a copy: every input is
+     * read as it was before any output is written. */
+    int64_t total = 0;
+    for (int32_t k = 0; k < count; k++) {
+        if (views[k].copy && (views[k].ndim > 64 || __builtin_add_overflow(total, copy_bytes(&views[k]), &total)))
+            return intent_error(INTENT_E_ALLOC, "%s: parameter '%s' overlaps a written tensor and is too large "
+                                "to copy", kernel, views[k].name);
+    }
     unsigned char *buffer = intent_alloc((size_t)total);
     if (!buffer)
         return intent_error(INTENT_E_ALLOC, "%s: out of memory for copies of inputs that overlap outputs "
