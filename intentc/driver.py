@@ -154,7 +154,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
             llvm_ir, manifest = emit_gpu_module(program, spec, manifest)
         else:
             llvm_ir = emit_module(program, spec.triple, manifest_json(manifest), order_check,
-                                  restore="laws" if "laws" in checks else None)
+                                  restore=next((s for s in ("laws", "unique") if s in checks), None))
     except UnsupportedError as exc:
         raise error(f"not supported on target {spec.name}: {exc}", rule="T7") from None
     compiled = Compiled(module, program, llvm_ir, manifest, spec=spec)

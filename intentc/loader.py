@@ -6,8 +6,10 @@ the arrays (any strides, in elements), allocates returned tensors from the decla
 extents, calls the kernel and raises ``KernelError`` with the runtime's message when it
 fails. The argument conversions and the checks before the call are the calling
 convention of ``intentc/kir/calling.py``, which the reference interpreter follows too;
-the runtime, not Python, checks dtypes, ranks and extents, so C and Python callers get
-the same messages.
+the runtime, not Python, checks dtypes, ranks, extents and aliasing, so C and Python
+callers get the same messages. The one exception: f4e2m1 arrays travel packed, each into
+its own buffer, so the runtime cannot see how the caller's arrays overlap; a call with one
+runs the runtime's checks in Python first (``kir/calling.py``, in the runtime's words).
 """
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ import os
 from pathlib import Path
 
 from intentc.base.status import KernelError
-from intentc.kir.calling import (Parameter, as_array, bind_arguments, check_tensor_argument, dlpack_of,
-                                 result_arrays, scalar_value)
+from intentc.kir.calling import (Parameter, as_array, bind_arguments, check_aliasing, check_entry_tensor,
+                                 check_extent_expressions, check_tensor_argument, dlpack_of, result_arrays,
+                                 scalar_value)
 from intentc.kir.mx import FORMATS as MX_FORMATS
 
 __all__ = ["load", "Module", "Kernel", "KernelError", "IntentTensor"]
@@ -57,6 +60,7 @@ class Kernel:
         self.inputs = [p for p in self.params if not p.result]
         self.results = [p for p in self.params if p.result]
         self.written = {p.name for p in self.params if p.written}
+        self.packed = any(p.kind == "tensor" and p.dtype == "f4e2m1" for p in self.params)
         self.func = getattr(module.lib, self.name)
         self.func.restype = ctypes.c_int32
         self.func.argtypes = [ctypes.POINTER(IntentTensor) if p.kind == "tensor" else _SCALAR_CTYPES[p.dtype]
@@ -81,6 +85,8 @@ class Kernel:
         values = bind_arguments(self.name, self.inputs, args, kwargs)
         arrays = {p.name: as_array(values[p.name], p, self.name) for p in self.inputs if p.kind == "tensor"}
         outs = result_arrays(self.name, self.inputs, self.results, arrays, out)
+        if self.packed:
+            self._check_packed(values, arrays, outs)
         keep = []
         call_args = []
         for p in self.params:
@@ -101,6 +107,22 @@ class Kernel:
             return None
         result = [outs[p.name] for p in self.results]
         return result[0] if len(result) == 1 else tuple(result)
+
+
+    def _check_packed(self, values: dict, arrays: dict, outs: dict) -> None:
+        """The runtime's entry checks on the caller's arrays, for a kernel whose f4e2m1
+        arguments travel as packed copies (the runtime sees only the copies)."""
+        bound = {p.name: outs[p.name] if p.result else arrays[p.name] for p in self.params if p.kind == "tensor"}
+        for p in self.params:
+            if p.kind == "scalar":
+                scalar_value(values[p.name], p, self.name)
+            else:
+                check_tensor_argument(bound[p.name], p, self.name)
+        tensors = [(p, bound[p.name]) for p in self.params if p.kind == "tensor"]
+        for p, array in tensors:
+            check_entry_tensor(self.name, p, array)
+        check_extent_expressions(self.name, self.params, bound)
+        check_aliasing(self.name, tensors)  # the packed copies are the snapshots of overlapping inputs
 
 
 def _descriptor(array, name: str, keep: list) -> IntentTensor:

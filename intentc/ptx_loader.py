@@ -1,8 +1,11 @@
 """A small reference loader for ``intentc build --target sm_XX -o K.ptx`` output.
 
-It follows only ``K.ptx.json`` (docs/ptx-abi.md); from intentc it takes only the status
-codes and ``KernelError`` (``intentc/base/status.py``), the extent expressions
-(``intentc/kir/extents.py``) and the packing of f4e2m1 arguments (``intentc/loader.py``).
+It follows only ``K.ptx.json`` (docs/ptx-abi.md); from intentc it takes the status codes
+and ``KernelError`` (``intentc/base/status.py``), the Python calling convention that
+``intentc.load`` and the reference interpreter follow too (``intentc/kir/calling.py``:
+binding, conversion and checks of the arguments, dtypes, returned tensors, the runtime's
+entry checks and the aliasing rule), the extent expressions (``intentc/kir/extents.py``)
+and the packing of f4e2m1 arguments (``intentc/loader.py``).
 It needs NumPy and either ``cuda-python`` (the CUDA driver API; the ``gpu`` extra) or
 CuPy, and a GPU.
 
@@ -11,8 +14,10 @@ CuPy, and a GPU.
     y = mod.saxpy(2.0, x, y)                    # NumPy in, NumPy out
 
 A call does what the CPU runtime does at the C boundary, in the manifest's words: it
-checks every tensor's rank and dtype and that written tensors have no zero stride on an
-axis with more than one element, allocates returned tensors from the declared extents,
+checks every tensor's rank and dtype, that written tensors have no zero stride on an
+axis with more than one element and do not overlap (each argument travels to the GPU as
+its own copy, so an input that overlaps an output is read as it was before the call),
+allocates returned tensors from the declared extents,
 copies the bytes each view spans to the GPU (strides are kept), zeroes a status buffer,
 runs the launch sequence with grids evaluated from the manifest's formulas, reads the
 status word and raises ``KernelError`` with the check's message, or copies the written
@@ -24,13 +29,13 @@ import json
 import re
 from pathlib import Path
 
-from intentc.base.status import E_DTYPE, E_RANK, E_STRIDE, KernelError
-from intentc.kir.extents import evaluate as evaluate_extent
+from intentc.base.status import KernelError
+from intentc.kir import calling
+from intentc.kir.calling import Parameter
 from intentc.loader import _PackedF4
 
-NUMPY_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
-               "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
-               "f32": "float32", "f64": "float64"}
+__all__ = ["load", "Module", "Kernel", "Call", "KernelError", "default_backend"]
+
 ARG_NUMPY = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16",
              "u32": "uint32", "u64": "uint64", "f32": "float32", "f64": "float64", "ptr": "uint64"}
 SUPPORTED_VERSIONS = (1,)
@@ -257,6 +262,7 @@ class Kernel:
         self.name = spec["name"]
         self.inputs = [p for p in spec["params"] if not p.get("result")]
         self.results = [p for p in spec["params"] if p.get("result")]
+        self.params = [Parameter.from_manifest(p) for p in spec["params"]]
         self.function = module.backend.function(module.handle, spec["entry"])
 
     def __call__(self, *args, out=None):
@@ -270,56 +276,24 @@ class Kernel:
     def prepare(self, *args, out=None) -> "Call":
         """Check and copy the arguments to the GPU; the returned call can be launched
         (repeatedly, for benchmarks) and finished."""
-        import numpy as np
-
-        if len(args) != len(self.inputs):
-            raise TypeError(f"{self.name}() takes {len(self.inputs)} arguments, got {len(args)}")
-        values = {p["name"]: v for p, v in zip(self.inputs, args)}
-        extents = {}
-        for p in self.inputs:
-            if p["kind"] == "tensor":
-                values[p["name"]] = array = _check_tensor(np.asarray(values[p["name"]]), p, self.name)
-                for axis, name in enumerate(p["extents"]):
-                    if isinstance(name, str):
-                        extents.setdefault(name, array.shape[axis])
-        provided = list(out) if isinstance(out, (list, tuple)) else [] if out is None else [out]
-        for k, p in enumerate(self.results):
-            if k < len(provided):
-                values[p["name"]] = _check_tensor(np.asarray(provided[k]), p, self.name)
-            else:
-                shape = tuple(e if isinstance(e, int) else evaluate_extent(e, extents) for e in p["extents"])
-                values[p["name"]] = np.empty(shape, dtype=_numpy_dtype(p["dtype"]))
+        params = self.params
+        inputs = [p for p in params if not p.result]
+        results = [p for p in params if p.result]
+        values = calling.bind_arguments(self.name, inputs, args, {})
+        arrays = {p.name: calling.as_array(values[p.name], p, self.name) for p in inputs if p.kind == "tensor"}
+        outs = calling.result_arrays(self.name, inputs, results, arrays, out)
+        for p in params:  # the loader's checks, then the runtime's, as for a CPU kernel
+            if p.kind == "scalar":
+                calling.scalar_value(values[p.name], p, self.name)
+                continue
+            values[p.name] = outs[p.name] if p.result else arrays[p.name]
+            calling.check_tensor_argument(values[p.name], p, self.name)
+        tensors = [(p, values[p.name]) for p in params if p.kind == "tensor"]
+        for p, array in tensors:
+            calling.check_entry_tensor(self.name, p, array)
+        calling.check_extent_expressions(self.name, params, values)
+        calling.check_aliasing(self.name, tensors)  # inputs that overlap outputs travel as their own copies
         return Call(self, values)
-
-
-def _numpy_dtype(name: str):
-    """The NumPy dtype of an Intent dtype; MX types are ml_dtypes arrays, one code per byte."""
-    import numpy as np
-
-    if name in ("f8e4m3", "f8e5m2", "f6e2m3", "f6e3m2", "f4e2m1", "e8m0"):
-        from intentc.kir.mx import numpy_dtype
-
-        return numpy_dtype(name)
-    return np.dtype(NUMPY_NAMES[name])
-
-
-def _check_tensor(array, p: dict, kernel: str):
-    if array.ndim != p["rank"]:
-        raise KernelError(E_RANK, f"{kernel}: parameter '{p['name']}' has {array.ndim} dimensions but the kernel "
-                              f"expects {p['rank']}")
-    if array.dtype != _numpy_dtype(p["dtype"]):
-        raise KernelError(E_DTYPE, f"{kernel}: parameter '{p['name']}' has dtype {array.dtype} but the kernel "
-                              f"expects {p['dtype']}")
-    if any(s % array.itemsize for s in array.strides):
-        raise KernelError(E_STRIDE, f"{kernel}: parameter '{p['name']}' has a stride that is not a multiple of its "
-                              f"element size")
-    written = p.get("mutable") or p.get("result")
-    if written and array.size and any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape)):
-        raise KernelError(E_STRIDE, f"{kernel}: parameter '{p['name']}' is written but has stride 0 on an axis with "
-                              f"more than one element")
-    if written and not array.flags.writeable:
-        raise KernelError(E_STRIDE, f"{kernel}: parameter '{p['name']}' is written but the array is read-only")
-    return array
 
 
 def _span(array) -> tuple[int, int]:
@@ -440,17 +414,6 @@ class Call:
 
 
 def _scalar(value, kind: str, spec: dict, name: str):
-    import numpy as np
-
-    dtype = next(p["dtype"] for p in spec["params"] if p["name"] == name)
-    if dtype == "bool":
-        return 1 if bool(value) else 0
-    if dtype in ("f16", "bf16"):
-        return int(np.asarray(value, dtype=np.float16).view(np.uint16))
-    if kind in ("f32", "f64"):
-        return float(value)
-    number = int(value)
-    info = np.iinfo(ARG_NUMPY[kind])
-    if not info.min <= number <= info.max:
-        raise OverflowError(f"{spec['name']}: parameter '{name}' is {dtype}; {number} is out of range")
-    return number
+    """The launch argument of scalar parameter ``name``: its C ABI value (kir/calling.py)."""
+    entry = next(p for p in spec["params"] if p["name"] == name)
+    return calling.scalar_value(value, Parameter.from_manifest(entry), spec["name"])

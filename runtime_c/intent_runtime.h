@@ -91,7 +91,8 @@ typedef enum IntentStatus {
     INTENT_E_ALLOC = -8,    /* out of memory */
     INTENT_E_DEVICE = -9,   /* a tensor not on the CPU */
     INTENT_E_INTERNAL = -10, /* internal runtime failure */
-    INTENT_E_SANITIZER = -11 /* a sanitizer found a violation (e.g. --sanitize=order) */
+    INTENT_E_SANITIZER = -11, /* a sanitizer found a violation (e.g. --sanitize=order) */
+    INTENT_E_ALIAS = -12     /* written tensors that overlap each other or themselves */
 } IntentStatus;
 
 /* ---- errors ------------------------------------------------------------------- */
@@ -110,10 +111,11 @@ INTENT_API void intent_clear_error(void);
 
 /* ---- argument checks ---------------------------------------------------------- */
 
-/* Validates tensor parameter `param` of `kernel`: non-null descriptor, CPU device,
- * `ndim` dimensions, dtype (`code`, `bits`, 1 lane), non-null shape, extents >= 0
- * whose product fits in int64, non-null data when there are elements and, if
- * `writable`, no zero stride on an axis whose extent exceeds 1.
+/* Validates tensor parameter `param` of `kernel`: non-null descriptor, device
+ * {INTENT_DEVICE_CPU, 0}, `ndim` dimensions, dtype (`code`, `bits`, 1 lane), non-null
+ * shape, extents >= 0 whose product fits in int64, non-null data when there are
+ * elements, every element's byte address computable without overflowing 64 bits
+ * (INTENT_E_SHAPE) and, if `writable`, no zero stride on an axis whose extent exceeds 1.
  * On success stores the first element's address in *data, the extents in
  * shape[0..ndim) and the strides in elements in strides[0..ndim) (row-major
  * compact strides when t->strides is NULL), and returns INTENT_OK. On failure
@@ -121,6 +123,31 @@ INTENT_API void intent_clear_error(void);
 INTENT_API int32_t intent_check_tensor(const IntentTensor *t, const char *kernel, const char *param,
                                        int32_t ndim, uint8_t code, uint8_t bits, int32_t writable,
                                        void **data, int64_t *shape, int64_t *strides);
+
+/* One tensor argument after intent_check_tensor accepted it: what
+ * intent_check_aliasing reads (and, for a copied input, rewrites). */
+typedef struct IntentArgView {
+    const char *name;      /* the parameter's name, for messages */
+    void *data;            /* the first element's address */
+    const int64_t *shape;  /* ndim extents */
+    int64_t *strides;      /* ndim strides in elements */
+    int32_t ndim;
+    int32_t bits;          /* bits of storage per element: 4 (f4e2m1, packed) or a multiple of 8 */
+    int32_t written;       /* mut parameter or returned tensor */
+    int32_t copy;          /* set by intent_check_aliasing: the view now points at a copy */
+} IntentArgView;
+
+/* The aliasing rule of docs/abi.md, over a kernel's `count` checked tensor arguments:
+ * - a written view whose strides make two of its indices address one element, or two
+ *   written views whose byte ranges overlap: INTENT_E_ALIAS naming both, nothing
+ *   allocated or written;
+ * - a read-only view whose byte range overlaps a written one's is copied (one
+ *   allocation, stored in *scratch, to be released with intent_free when the kernel
+ *   returns) and its data and strides are pointed at the copy, so that every input is
+ *   read as it was before any output is written.
+ * Without overlap the cost is a comparison of address ranges and *scratch is NULL. */
+INTENT_API int32_t intent_check_aliasing(const char *kernel, int32_t count, IntentArgView *views,
+                                         void **scratch);
 
 /* ---- parallelism ---------------------------------------------------------------- */
 

@@ -1,10 +1,13 @@
-/* tensor.c - validation of tensor arguments (intent_check_tensor).
+/* tensor.c - validation of tensor arguments (intent_check_tensor) and of how they
+ * share memory (intent_check_aliasing).
  *
  * Generated kernels check every tensor parameter before touching memory, so a
  * refused call writes nothing. Messages spell dtypes the way Intent source does
  * (f32, u8, bf16, bool) because that is what the kernel author wrote. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "intent_runtime.h"
 
@@ -87,6 +90,10 @@ int32_t intent_check_tensor(const IntentTensor *t, const char *kernel, const cha
                             "kernel runs on the CPU",
                             kernel, param, device_name(t->device.device_type),
                             (int)t->device.device_id, (int)t->device.device_type);
+    if (t->device.device_id != 0) /* docs/abi.md: the device is {1, 0}, the host */
+        return intent_error(INTENT_E_DEVICE,
+                            "%s: parameter '%s' is on device cpu:%d but the kernel runs on cpu:0",
+                            kernel, param, (int)t->device.device_id);
     if (ndim < 0)
         return intent_error(INTENT_E_INTERNAL, "%s: parameter '%s' is declared with %d dimensions",
                             kernel, param, (int)ndim);
@@ -141,6 +148,47 @@ int32_t intent_check_tensor(const IntentTensor *t, const char *kernel, const cha
                                     kernel, param, (int)i, (long long)t->shape[i]);
     }
 
+    /* Every element's byte address must be computable in 64 bits: the extents' spans
+     * times the strides, times the element size, added to the base, never wrap. A
+     * layout that passes is addressed by generated code without overflow. */
+    if (count > 0) {
+        int64_t low = 0, high = 0; /* element offsets of the lowest and highest element */
+        int overflow = 0;
+        for (int32_t i = 0; i < ndim && !overflow; i++) {
+            int64_t stride = t->strides ? t->strides[i] : 0, reach;
+            if (!t->strides || t->shape[i] <= 1)
+                continue; /* compact strides: covered by the element count below */
+            overflow |= __builtin_mul_overflow(stride, t->shape[i] - 1, &reach);
+            if (!overflow)
+                overflow |= reach < 0 ? __builtin_add_overflow(low, reach, &low)
+                                      : __builtin_add_overflow(high, reach, &high);
+        }
+        if (!t->strides)
+            high = count - 1;
+        int64_t unit = bits >= 8 ? bits / 8 : 1, first, last;
+        uintptr_t base = (uintptr_t)t->data, start, end;
+        if (bits == 4) { /* packed sub-byte elements: element e lives in byte e >> 1 */
+            first = low >> 1;
+            last = (high >> 1) + 1;
+        } else {
+            overflow = overflow || __builtin_mul_overflow(low, unit, &first) ||
+                       __builtin_mul_overflow(high, unit, &last) ||
+                       __builtin_add_overflow(last, unit, &last); /* one past the last byte */
+        }
+        overflow = overflow || t->byte_offset > (uint64_t)INT64_MAX ||
+                   __builtin_add_overflow(base, (uintptr_t)t->byte_offset, &base) ||
+                   (first < 0 ? __builtin_sub_overflow(base, (uintptr_t)(-(first + 1)) + 1, &start)
+                              : __builtin_add_overflow(base, (uintptr_t)first, &start)) ||
+                   __builtin_add_overflow(base, (uintptr_t)last, &end);
+        (void)start;
+        (void)end;
+        if (overflow)
+            return intent_error(INTENT_E_SHAPE,
+                                "%s: parameter '%s' has extents and strides whose byte offsets do "
+                                "not fit in 64 bits",
+                                kernel, param);
+    }
+
     /* All checks passed: only now write the outputs. */
     if (data)
         *data = t->data ? (void *)((char *)t->data + t->byte_offset) : NULL;
@@ -164,5 +212,209 @@ int32_t intent_check_tensor(const IntentTensor *t, const char *kernel, const cha
             }
         }
     }
+    return INTENT_OK;
+}
+
+/* ---- aliasing --------------------------------------------------------------------- */
+
+/* The bytes [lo, hi) a checked view addresses; lo == hi when it has no element. */
+typedef struct ByteRange {
+    uintptr_t lo, hi;
+} ByteRange;
+
+static int64_t view_count(const IntentArgView *v)
+{
+    int64_t count = 1;
+    for (int32_t i = 0; i < v->ndim; i++)
+        count *= v->shape[i]; /* fits: intent_check_tensor counted it */
+    return count;
+}
+
+static ByteRange view_range(const IntentArgView *v)
+{
+    ByteRange r = {(uintptr_t)v->data, (uintptr_t)v->data};
+    if (view_count(v) == 0)
+        return r;
+    int64_t low = 0, high = 0;
+    for (int32_t i = 0; i < v->ndim; i++) {
+        int64_t reach = v->strides[i] * (v->shape[i] - 1); /* fits: intent_check_tensor */
+        if (reach < 0)
+            low += reach;
+        else
+            high += reach;
+    }
+    if (v->bits == 4) { /* element e is a nibble of byte e >> 1 */
+        r.lo += (uintptr_t)(low >> 1);
+        r.hi += (uintptr_t)(high >> 1) + 1;
+    } else {
+        int64_t unit = v->bits / 8;
+        r.lo += (uintptr_t)(low * unit);
+        r.hi += (uintptr_t)(high * unit + unit);
+    }
+    return r;
+}
+
+/* Whether distinct indices of the view always address distinct elements. The axes of
+ * extent > 1, by increasing |stride|, must each step past everything the smaller ones
+ * reach (a mixed-radix layout). That is sufficient, and necessary for every layout a
+ * slice, transpose or reversal of a compact array gives; rarer injective layouts (such
+ * as strides {3, 2} with extents {2, 3}) are refused too. On failure *axis is the axis
+ * whose stride falls within the span of the smaller ones. */
+static int injective(const IntentArgView *v, int32_t *axis, int64_t *span_out)
+{
+    int32_t order[64];
+    int32_t n = 0;
+    if (v->ndim > 64)
+        return 0;
+    for (int32_t i = 0; i < v->ndim; i++) {
+        if (v->shape[i] <= 1)
+            continue;
+        int64_t key = llabs(v->strides[i]);
+        int32_t j = n++;
+        while (j > 0 && llabs(v->strides[order[j - 1]]) > key) { /* stable: ties keep axis order */
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int64_t span = 0;
+    for (int32_t k = 0; k < n; k++) {
+        int32_t i = order[k];
+        int64_t stride = llabs(v->strides[i]);
+        if (stride <= span) {
+            *axis = i;
+            *span_out = span;
+            return 0;
+        }
+        span += stride * (v->shape[i] - 1);
+    }
+    return 1;
+}
+
+/* Copies the elements of `v` into `dst` (row-major over the axes whose stride is not 0;
+ * a zero-stride axis stays one in the copy) and points the view at the copy. */
+static void copy_view(IntentArgView *v, unsigned char *dst)
+{
+    int32_t ndim = v->ndim;
+    int64_t strides[64], index[64];
+    int64_t step = 1;
+    for (int32_t i = ndim - 1; i >= 0; i--) {
+        strides[i] = v->strides[i] == 0 || v->shape[i] <= 1 ? 0 : step;
+        step *= strides[i] ? v->shape[i] : 1;
+        index[i] = 0;
+    }
+    int64_t unit = v->bits == 4 ? 1 : v->bits / 8;
+    if (v->bits == 4)
+        memset(dst, 0, (size_t)((step + 1) / 2));
+    const unsigned char *src = v->data;
+    for (int64_t e = 0; e < step; e++) {
+        /* offsets (in elements) of the current index in the source and in the copy */
+        int64_t from = 0, to = 0;
+        for (int32_t i = 0; i < ndim; i++) {
+            from += index[i] * v->strides[i];
+            to += index[i] * strides[i];
+        }
+        if (v->bits == 4) {
+            unsigned code = (src[from >> 1] >> ((from & 1) * 4)) & 0xF;
+            dst[to >> 1] |= (unsigned char)(code << ((to & 1) * 4));
+        } else {
+            memcpy(dst + to * unit, src + from * unit, (size_t)unit);
+        }
+        for (int32_t i = ndim - 1; i >= 0; i--) { /* next index over the copied axes */
+            if (strides[i] == 0)
+                continue;
+            if (++index[i] < v->shape[i])
+                break;
+            index[i] = 0;
+        }
+    }
+    v->data = dst;
+    for (int32_t i = 0; i < ndim; i++)
+        v->strides[i] = strides[i];
+}
+
+static int64_t copy_bytes(const IntentArgView *v)
+{
+    int64_t count = 1;
+    for (int32_t i = 0; i < v->ndim; i++)
+        if (v->strides[i] != 0)
+            count *= v->shape[i];
+    int64_t bytes = v->bits == 4 ? (count + 1) / 2 : count * (v->bits / 8);
+    return (bytes + 63) & ~(int64_t)63; /* each copy starts on a cache line */
+}
+
+int32_t intent_check_aliasing(const char *kernel, int32_t count, IntentArgView *views, void **scratch)
+{
+    if (!kernel)
+        kernel = "kernel";
+    if (scratch)
+        *scratch = NULL;
+    ByteRange ranges[count > 0 ? count : 1];
+    for (int32_t k = 0; k < count; k++)
+        ranges[k] = view_range(&views[k]);
+
+    /* Refusals first, so that a refused call has allocated and written nothing; one pass
+     * over the pairs also marks the read-only views that overlap a written one. */
+    int copies = 0;
+    for (int32_t k = 0; k < count; k++)
+        views[k].copy = 0;
+    for (int32_t k = 0; k < count; k++) {
+        IntentArgView *v = &views[k];
+        if (ranges[k].lo == ranges[k].hi)
+            continue;
+        if (v->written && v->ndim > 1) { /* rank 0 and 1: distinct by the zero-stride check */
+            int32_t axis = 0;
+            int64_t span = 0;
+            if (v->ndim > 64)
+                return intent_error(INTENT_E_ALIAS, "%s: parameter '%s' is written and has more than 64 "
+                                    "dimensions, too many to prove that its elements do not overlap",
+                                    kernel, v->name);
+            if (!injective(v, &axis, &span))
+                return intent_error(INTENT_E_ALIAS,
+                                    "%s: parameter '%s' overlaps itself: it is written but its stride "
+                                    "%lld on axis %d (extent %lld) falls within the span %lld of its "
+                                    "smaller strides, so two of its indices address one element",
+                                    kernel, v->name, (long long)v->strides[axis], (int)axis,
+                                    (long long)v->shape[axis], (long long)span);
+        }
+        for (int32_t j = 0; j < k; j++) {
+            IntentArgView *w = &views[j];
+            if (!(v->written || w->written) || ranges[j].lo == ranges[j].hi ||
+                !(ranges[j].lo < ranges[k].hi && ranges[k].lo < ranges[j].hi))
+                continue;
+            if (v->written && w->written)
+                return intent_error(INTENT_E_ALIAS,
+                                    "%s: parameters '%s' and '%s' overlap in memory and both are "
+                                    "written, so the result would depend on the order of the writes",
+                                    kernel, w->name, v->name);
+            (v->written ? w : v)->copy = 1; /* the read-only one of the two */
+            copies = 1;
+        }
+    }
+    if (!copies)
+        return INTENT_OK;
+
+    /* A read-only tensor that overlaps a written one is read from a copy: every input is
+     * read as it was before any output is written. */
+    int64_t total = 0;
+    for (int32_t k = 0; k < count; k++) {
+        if (views[k].copy && (views[k].ndim > 64 || __builtin_add_overflow(total, copy_bytes(&views[k]), &total)))
+            return intent_error(INTENT_E_ALLOC, "%s: parameter '%s' overlaps a written tensor and is too large "
+                                "to copy", kernel, views[k].name);
+    }
+    unsigned char *buffer = intent_alloc((size_t)total);
+    if (!buffer)
+        return intent_error(INTENT_E_ALLOC, "%s: out of memory for copies of inputs that overlap outputs "
+                            "(%lld bytes)", kernel, (long long)total);
+    unsigned char *next = buffer;
+    for (int32_t k = 0; k < count; k++) {
+        if (views[k].copy) {
+            int64_t bytes = copy_bytes(&views[k]);
+            copy_view(&views[k], next);
+            next += bytes;
+        }
+    }
+    if (scratch)
+        *scratch = buffer;
     return INTENT_OK;
 }

@@ -31,6 +31,7 @@ STATUSES = (
     Status("INTENT_E_DEVICE", -9, "a tensor not on the device the kernel runs on"),
     Status("INTENT_E_INTERNAL", -10, "internal runtime failure"),
     Status("INTENT_E_SANITIZER", -11, "a sanitizer found a violation"),
+    Status("INTENT_E_ALIAS", -12, "written tensors that overlap each other or themselves"),
 )
 
 CODE = {s.name: s.code for s in STATUSES}  # name -> code
@@ -47,6 +48,7 @@ E_ALLOC = CODE["INTENT_E_ALLOC"]
 E_DEVICE = CODE["INTENT_E_DEVICE"]
 E_INTERNAL = CODE["INTENT_E_INTERNAL"]
 E_SANITIZER = CODE["INTENT_E_SANITIZER"]
+E_ALIAS = CODE["INTENT_E_ALIAS"]
 
 
 class KernelError(RuntimeError):

@@ -9,10 +9,11 @@ in increasing and decreasing order) in an entry that compares what they wrote.
 from __future__ import annotations
 
 import itertools
+import json
 
 from llvmlite import ir
 
-from intentc.codegen.abi import STATUS, dlpack_dtype
+from intentc.codegen.abi import STATUS
 from intentc.codegen.llvm_outline import CpuFunctionEmitter
 from intentc.codegen.llvm_types import I8, I32, I64, PTR, UnsupportedError, arg_type
 from intentc.lower import program as P
@@ -40,6 +41,7 @@ class ModuleEmitter:
         self.intent_alloc = ir.Function(m, ir.FunctionType(PTR, [I64]), "intent_alloc")
         self.intent_free = ir.Function(m, ir.FunctionType(ir.VoidType(), [PTR]), "intent_free")
         self.intrinsics: dict[tuple, ir.Function] = {}
+        self.abi: dict[str, dict] = {}  # kernel name -> its manifest entry (extent expressions)
 
     def cstring(self, text: str) -> ir.GlobalVariable:
         if text not in self.strings:
@@ -153,24 +155,7 @@ class KernelEmitter(CpuFunctionEmitter):
                 elif param.dtype.name == "f16":
                     value = b.bitcast(arg, ir.HalfType())
                 b.store(value, self.slot(param))
-        for param, arg in zip(self.kernel.params, self.func.args):
-            if not isinstance(param, P.TensorSym):
-                continue
-            data_slot = self.entry_alloca(PTR, f"{param.name}.data")
-            rank = max(1, param.rank)
-            shape = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.shape")
-            strides = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.strides")
-            code, bits = dlpack_dtype(param.dtype)
-            rc = b.call(self.mod.check_tensor, [
-                arg, kname, self.mod.cstring(param.name), ir.Constant(I32, param.rank), ir.Constant(I8, code),
-                ir.Constant(I8, bits), ir.Constant(I32, int(param.writable)), data_slot, shape, strides])
-            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
-                b.ret(rc)
-            self.data[param.name] = b.load(data_slot, typ=PTR)
-            for axis in range(param.rank):
-                index = [ir.Constant(I32, 0), ir.Constant(I32, axis)]
-                self.fields[(param.name, "shape", axis)] = b.load(b.gep(shape, index, inbounds=True), typ=I64)
-                self.fields[(param.name, "stride", axis)] = b.load(b.gep(strides, index, inbounds=True), typ=I64)
+        self.check_arguments(kname, self.mod.abi.get(self.kernel.source_name or self.kernel.name))
         self.stmts(self.kernel.body)
         self.finish()
 
@@ -183,6 +168,7 @@ def emit_module(program: P.Program, triple: str, manifest: str | None = None,
     INTENT_E_SANITIZER)."""
     emitter = ModuleEmitter(program, triple)
     if manifest is not None:
+        emitter.abi = {k["name"]: k for k in json.loads(manifest).get("kernels", [])}
         data = bytearray(manifest.encode("utf-8")) + b"\0"
         const = ir.Constant(ir.ArrayType(I8, len(data)), data)
         var = ir.GlobalVariable(emitter.module, const.type, name="intent_module_manifest")

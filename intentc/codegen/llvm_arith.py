@@ -193,6 +193,12 @@ class ArithmeticEmitter:
                 return b.fpext(a, to)
             return b.fptrunc(a, to) if src.bits > dst.bits else a
         if src.is_float:
+            if isinstance(getattr(a.type, "element", a.type), ir.HalfType):
+                # Every f16 is exactly an f32, so converting from f32 gives the same value; but
+                # a direct f16 conversion is selected per CPU (AVX512-FP16's vcvttsh2si makes NaN
+                # -32768 where the rule says 0), so it is never emitted.
+                wide = ir.FloatType()
+                a = b.fpext(a, ir.VectorType(wide, a.type.count) if isinstance(a.type, ir.VectorType) else wide)
             name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
             return b.call(self.mod.intrinsic(f"{name}.{type_suffix(to)}.{type_suffix(a.type)}", to, [a.type]), [a])
         if dst.is_float:

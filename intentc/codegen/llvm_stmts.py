@@ -129,12 +129,27 @@ class StatementEmitter:
         slot, shape, strides = self.heap[t.name]
         extents = [self.expr(e) for e in s.extents]
         stride = ir.Constant(I64, 1)
+        # The byte size must fit in 64 bits (docs/abi.md, "Sizes and offsets"): a wrapped product
+        # would allocate less than the extents address. Extents of 0 make the size 0.
+        smul = self.mod.intrinsic("llvm.smul.with.overflow.i64", ir.LiteralStructType([I64, ir.IntType(1)]),
+                                  [I64, I64])
+        overflow = ir.Constant(ir.IntType(1), 0)
+        empty = ir.Constant(ir.IntType(1), 0)
         for k in reversed(range(t.rank)):
             b.store(extents[k], shape[k])
             b.store(stride, strides[k])
-            stride = b.mul(stride, extents[k])
+            product = b.call(smul, [stride, extents[k]])
+            overflow = b.or_(overflow, b.extract_value(product, 1))
+            empty = b.or_(empty, b.icmp_signed("==", extents[k], ir.Constant(I64, 0)))
+            stride = b.extract_value(product, 0)
+        size = b.call(smul, [stride, ir.Constant(I64, t.dtype.itemsize)])
+        overflow = b.and_(b.or_(overflow, b.extract_value(size, 1)), b.not_(empty))
+        with b.if_then(overflow, likely=False):
+            message = self.mod.cstring(f"%s: the buffer '{t.name}' has more bytes than 64 bits can count")
+            kernel = self.mod.cstring(self.kernel.source_name or self.kernel.name)
+            self.ret(b.call(self.mod.intent_error, [ir.Constant(I32, STATUS["INTENT_E_SHAPE"]), message, kernel]))
         b.call(self.mod.intent_free, [b.load(slot, typ=PTR)])  # a buffer allocated in a loop is replaced
-        ptr = b.call(self.mod.intent_alloc, [b.mul(stride, ir.Constant(I64, t.dtype.itemsize))])
+        ptr = b.call(self.mod.intent_alloc, [b.extract_value(size, 0)])
         b.store(ptr, slot)
         with b.if_then(b.icmp_unsigned("==", ptr, ir.Constant(PTR, None)), likely=False):
             self.ret(ir.Constant(I32, STATUS["INTENT_E_ALLOC"]))

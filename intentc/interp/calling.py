@@ -11,17 +11,23 @@ same calls with the same ``KernelError`` status (docs/abi.md):
    of the element size (-5);
 2. the runtime's entry checks (``runtime_c/tensor.c``), per tensor in declaration order:
    rank (-3), dtype (-2), a zero stride on a written axis of more than one element (-5);
-   then the declared extents of the returned tensors (-4, S1).
+   then the extent expressions within int64 (-4) and the aliasing rule (written tensors
+   that overlap: -12; a read-only input that overlaps a written one is read from a copy),
+   as the generated entry does them (``codegen/llvm_function.py``), all shared through
+   ``kir/calling.py``; then the declared extents of the returned tensors (-4, S1).
 
 Then the body runs on the arrays themselves (``mut`` parameters are written in place) and
-the returned values are copied into the result arrays.
+the returned values are copied into the result arrays. Under a sanitizer, a call it refuses
+leaves the ``mut`` arguments as they were, as a compiled sanitized kernel does.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from intentc.base.status import E_DTYPE, E_RANK, E_SHAPE, E_STRIDE, KernelError
+from intentc.base.status import E_SHAPE, KernelError
+from intentc.interp.memory import SanitizerError
 from intentc.interp.numeric import numpy_dtype
+from intentc.interp.structured import LawViolation
 from intentc.kir import calling, mx
 from intentc.kir.calling import Parameter
 from intentc.kir.core import Function
@@ -66,39 +72,31 @@ class KernelCall:
             array = outs[p.name] if p.result else arrays[p.name]
             calling.check_tensor_argument(array, p, name)
             bound[p.name] = array
-        for p in self.inputs + self.results:  # what the runtime checks on entry, in its order
-            if p.kind == "tensor":
-                self._check_tensor(p, bound[p.name])
+        tensors = [(p, bound[p.name]) for p in self.inputs + self.results if p.kind == "tensor"]
+        for p, array in tensors:  # what the runtime checks on entry, in its order
+            calling.check_entry_tensor(name, p, array)
+        calling.check_extent_expressions(name, self.inputs + self.results, bound)
+        for copied in calling.check_aliasing(name, tensors):  # every input read before any output is written
+            bound[copied] = calling.snapshot(bound[copied])
         self._check_result_extents(bound)
 
         it = self.it
         it.kernel_name = name
         it.names = {id(v): p.name for v, p in zip(self.func.args, self.func.params)}
         it.written = [bound[p.name] for p in self.inputs if p.mutable]
-        results = it.run_function(self.func, [bound[p.name] for p in self.inputs])
+        kept = [(a, a.copy()) for a in it.written] if it.sanitize else []
+        try:
+            results = it.run_function(self.func, [bound[p.name] for p in self.inputs])
+        except (SanitizerError, LawViolation):  # a refused call leaves its outputs untouched
+            for array, before in kept:
+                array[...] = before
+            raise
         for p, value in zip(self.results, results):
             bound[p.name][...] = value
         if not self.results:
             return None
         returned = [bound[p.name] for p in self.results]
         return returned[0] if len(returned) == 1 else tuple(returned)
-
-    def _check_tensor(self, p: Parameter, array: np.ndarray) -> None:
-        """The runtime's entry checks of one tensor (runtime_c/tensor.c), in its order."""
-        rank = len(p.extents)
-        if array.ndim != rank:
-            raise KernelError(E_RANK, f"{self.name}: parameter '{p.name}' has {array.ndim} dimension"
-                                      f"{'' if array.ndim == 1 else 's'} but the kernel expects {rank}")
-        if calling.dlpack_of(array.dtype) != calling.dlpack_dtype(DTYPES[p.dtype]):
-            have = _intent_dtype_name(array.dtype)
-            raise KernelError(E_DTYPE, f"{self.name}: parameter '{p.name}' has dtype {have} but the kernel "
-                                       f"expects {p.dtype if p.dtype != 'index' else 'i64'}")
-        if p.written and array.size > 0:
-            for axis, (stride, extent) in enumerate(zip(array.strides, array.shape)):
-                if stride == 0 and extent > 1:
-                    raise KernelError(E_STRIDE, f"{self.name}: parameter '{p.name}' is written but has stride 0 "
-                                                f"on axis {axis} (extent {extent}), so its elements alias "
-                                                f"each other")
 
     def _check_result_extents(self, bound: dict) -> None:
         """Returned tensors must have the declared extents (literal, or the value of the
@@ -112,16 +110,6 @@ class KernelCall:
                 if array.shape[axis] != want:
                     raise KernelError(E_SHAPE, f"{self.name}: extent {e}: {p.name}.shape[{axis}] = "
                                                f"{array.shape[axis]} but the kernel's result needs {want}")
-
-
-def _intent_dtype_name(dtype: np.dtype) -> str:
-    if dtype.kind == "b":
-        return "bool"
-    if dtype.name == "bfloat16":
-        return "bf16"
-    if dtype.name in mx.BY_ML_DTYPES:
-        return mx.BY_ML_DTYPES[dtype.name].name
-    return {"i": "i", "u": "u", "f": "f"}.get(dtype.kind, "?") + str(dtype.itemsize * 8)
 
 
 def _scalar_argument(value, dtype: DType):

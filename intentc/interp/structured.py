@@ -21,11 +21,13 @@ largest magnitude among the law's values (at least 1): laws hold only up to roun
 """
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
 
 from intentc.base.laws import law_tolerance
+from intentc.base.status import E_ALLOC, E_SHAPE, KernelError
 from intentc.interp.numeric import numpy_dtype, scalar_of
 from intentc.kir.core import Op
 from intentc.kir.types import TensorType
@@ -119,8 +121,16 @@ def _op_fold(it, op: Op, env: dict):
 
 
 def _op_buffer(it, op: Op, env: dict):
-    shape = tuple(env[id(v)] for v in op.operands)
-    env[id(op.result)] = np.zeros(shape, dtype=numpy_dtype(op.result.type.dtype))
+    shape = tuple(int(env[id(v)]) for v in op.operands)
+    dtype = numpy_dtype(op.result.type.dtype)
+    size = 0 if 0 in shape else math.prod(shape) * dtype.itemsize
+    if size > (1 << 63) - 1:  # as the compiled allocation refuses it
+        raise KernelError(E_SHAPE, f"{it.kernel_name}: the buffer '{op.result.hint or 'buf'}' has more bytes than "
+                                   f"64 bits can count")
+    try:
+        env[id(op.result)] = np.zeros(shape, dtype=dtype)
+    except MemoryError:
+        raise KernelError(E_ALLOC, f"{it.kernel_name}: out of memory for a buffer of {size} bytes") from None
 
 
 # -- region operations -----------------------------------------------------------------------------

@@ -9,32 +9,45 @@ from the KIR function. A call
 1. binds positional and keyword arguments to the inputs (``bind_arguments``; a
    ``TypeError`` names a missing, extra or repeated one);
 2. converts every tensor argument to a NumPy array (``as_array``: arrays as they are,
-   DLPack producers through ``np.from_dlpack``, anything else through ``np.asarray``);
+   DLPack producers through ``np.from_dlpack``, anything else through ``np.asarray``); an
+   array on another device (``__dlpack_device__`` not the CPU, ``__cuda_array_interface__``)
+   is ``INTENT_E_DEVICE``; a written parameter takes only an object that shares its memory
+   (an array, a DLPack producer or a writable buffer: a list or tuple is a ``TypeError``,
+   since the kernel's writes would be lost);
 3. takes ``out=`` for the returned tensors or allocates them from the declared extents,
    each extent name's value being the first tensor input that names it (S1;
-   ``result_arrays``): a negative extent is ``INTENT_E_SHAPE``, an extent named only by
-   an input with too few axes ``INTENT_E_RANK``;
+   ``result_arrays``): a negative extent, or an extent, element count or byte size past
+   int64 (``R * C`` with R = 2^32 + 1, C = 2^32) is ``INTENT_E_SHAPE``, an extent named
+   only by an input with too few axes ``INTENT_E_RANK``;
 4. checks each parameter in declaration order: a scalar must fit its dtype
    (``scalar_value``, which also gives the value the C ABI passes); a written tensor
-   must be writeable, its dtype must have a DLPack code and its byte strides must be
+   must be writeable, its dtype must have a DLPack code and native byte order
+   (``INTENT_E_DTYPE``: the C ABI reads native words) and its byte strides must be
    multiples of the element size (``check_tensor_argument``, ``INTENT_E_STRIDE``).
 
-What follows (the runtime's checks of rank, dtype, extents and strides on entry) is the C
-runtime's for compiled kernels, and the interpreter's own copy of it for interpreted ones.
+What follows (the runtime's checks of rank, dtype, extents and strides on entry, then the
+extent expressions and the aliasing rule) is the C runtime's for compiled kernels; the
+interpreter and the PTX loader take their copy of it from here: ``check_entry_tensor``,
+``check_extent_expressions`` and ``check_aliasing`` (docs/abi.md, "Aliasing"), which says
+the same as ``intent_check_aliasing`` in ``runtime_c/tensor.c``, in the same words.
 This module also holds the dtype mappings of the boundary: Intent dtype names to NumPy
 dtypes (``numpy_dtype``) and NumPy or Intent dtypes to DLPack codes (``dlpack_of``,
 ``dlpack_dtype``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from intentc.base.status import E_RANK, E_SHAPE, E_STRIDE, KernelError
+from intentc.base.status import E_ALIAS, E_ALLOC, E_DEVICE, E_DTYPE, E_RANK, E_SHAPE, E_STRIDE, KernelError
 from intentc.kir import mx
-from intentc.kir.extents import evaluate as evaluate_extent
+from intentc.kir.extents import build as build_extent
+from intentc.kir.extents import is_expression
 from intentc.kir.extents import names as extent_names
+
+INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -126,15 +139,51 @@ def bind_arguments(kernel: str, inputs: list[Parameter], args: tuple, kwargs: di
 
 
 def as_array(value, param: Parameter, kernel: str) -> np.ndarray:
-    """A tensor argument as a NumPy array (a view where the argument allows one)."""
+    """A tensor argument as a NumPy array (a view where the argument allows one; for a
+    written parameter always a view, or the call is refused)."""
+    _check_host(value, param, kernel)
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "__dlpack__"):
         return np.from_dlpack(value)
+    if param.written:  # the kernel's writes must reach the caller's memory
+        try:
+            view = memoryview(value)
+        except TypeError:
+            raise TypeError(f"{kernel}: parameter '{param.name}' is written, so it needs an array or a writable "
+                            f"buffer, got {type(value).__name__} (whose copy would receive the writes)") from None
+        if view.readonly:
+            raise KernelError(E_STRIDE, f"{kernel}: parameter '{param.name}' is written but the buffer is read-only")
+        return np.asarray(view)
     try:
         return np.asarray(value)  # buffer protocol, lists (read-only parameters only)
     except Exception as exc:  # noqa: BLE001 - any conversion failure is a bad argument
         raise TypeError(f"{kernel}: parameter '{param.name}' needs an array, got {type(value).__name__}") from exc
+
+
+# DLPack's device types (DLDeviceType), for messages.
+_DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
+                 11: "rocm_host", 12: "ext_dev", 13: "cuda_managed", 14: "oneapi", 15: "webgpu", 16: "hexagon",
+                 17: "maia"}
+
+
+def _check_host(value, param: Parameter, kernel: str) -> None:
+    """An argument living on another device is refused before anything touches it."""
+    if isinstance(value, np.ndarray):
+        return
+    if hasattr(value, "__cuda_array_interface__"):
+        raise KernelError(E_DEVICE, f"{kernel}: parameter '{param.name}' is a CUDA array (it has "
+                                    f"__cuda_array_interface__) but the kernel takes host memory")
+    device = getattr(value, "__dlpack_device__", None)
+    if device is not None:
+        try:
+            kind, number = (int(v) for v in device())
+        except Exception as exc:  # noqa: BLE001 - a broken producer is a bad argument
+            raise TypeError(f"{kernel}: parameter '{param.name}': __dlpack_device__() failed: {exc}") from None
+        if kind != 1:
+            raise KernelError(E_DEVICE, f"{kernel}: parameter '{param.name}' is on device "
+                                        f"{_DEVICE_NAMES.get(kind, 'unknown')}:{number} (device type {kind}) "
+                                        f"but the kernel takes host memory")
 
 
 def named_extents(inputs: list[Parameter], arrays: dict) -> dict:
@@ -170,12 +219,48 @@ def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter]
             ndim, rank = arrays[owner.name].ndim, len(owner.extents)
             raise KernelError(E_RANK, f"{kernel}: parameter '{owner.name}' has {ndim} dimension"
                                       f"{'' if ndim == 1 else 's'} but the kernel expects {rank}")
-        shape = tuple(e if isinstance(e, int) else evaluate_extent(e, extents) for e in p.extents)
+        shape = tuple(e if isinstance(e, int) else extent_value(kernel, p, e, extents) for e in p.extents)
         for e, value in zip(p.extents, shape):
             if value < 0:  # e.g. R - 1 with R = 0: no tensor has that shape
                 raise KernelError(E_SHAPE, f"{kernel}: the result extent {e} is {value}, which is negative")
-        outs[p.name] = np.empty(shape, dtype=numpy_dtype(p.dtype))
+        dtype = numpy_dtype(p.dtype)
+        count = 0 if 0 in shape else math.prod(int(n) for n in shape)
+        if count > INT64_MAX:  # the runtime's words (runtime_c/tensor.c)
+            raise KernelError(E_SHAPE, f"{kernel}: parameter '{p.name}' has more elements than int64 can count")
+        if count * dtype.itemsize > INT64_MAX:
+            raise KernelError(E_SHAPE, f"{kernel}: parameter '{p.name}' has extents and strides whose byte offsets "
+                                       f"do not fit in 64 bits")
+        try:
+            outs[p.name] = np.empty(shape, dtype=dtype)
+        except (MemoryError, ValueError):
+            raise KernelError(E_ALLOC, f"{kernel}: out of memory for the result '{p.name}' "
+                                       f"({count * dtype.itemsize} bytes)") from None
     return outs
+
+
+def extent_value(kernel: str, param: Parameter, extent: str, env: dict) -> int:
+    """An extent expression's value from the named extents, every step within int64
+    (``INTENT_E_SHAPE`` otherwise, in the words of the generated entry's check): a product
+    that wrapped could equal a small tensor's extent."""
+    def binary(op, a, b):
+        if op == "floordiv":
+            return a // b if b else 0
+        value = {"add": a + b, "sub": a - b, "mul": a * b}[op]
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise KernelError(E_SHAPE, f"{kernel}: the extent {extent} of '{param.name}' does not fit in 64 bits")
+        return value
+
+    return build_extent(extent, lambda name: env[name], lambda v: v, binary)
+
+
+def check_extent_expressions(kernel: str, params: list[Parameter], arrays: dict) -> None:
+    """The generated entry's check after the tensors' (llvm_function.check_arguments): every
+    extent expression of every parameter evaluates within int64."""
+    env = named_extents([p for p in params if not p.result], arrays)
+    for p in params:
+        for e in p.extents:
+            if is_expression(e) and all(n in env for n in extent_names(e)):
+                extent_value(kernel, p, e, env)
 
 
 def scalar_value(value, param: Parameter, kernel: str):
@@ -206,9 +291,116 @@ def check_tensor_argument(array: np.ndarray, param: Parameter, kernel: str) -> N
     byte strides are multiples of the element size."""
     if param.written and not array.flags.writeable:
         raise KernelError(E_STRIDE, f"{kernel}: parameter '{param.name}' is written but the array is read-only")
+    if not array.dtype.isnative:  # the kernel reads and writes native words
+        raise KernelError(E_DTYPE, f"{kernel}: parameter '{param.name}' has non-native byte order "
+                                   f"({array.dtype.str}); convert it with .astype('{array.dtype.newbyteorder('=').str}')")
     dlpack_of(array.dtype)
     itemsize = array.dtype.itemsize
     for stride in array.strides:
         if stride % itemsize:
             raise KernelError(E_STRIDE, f"{kernel}: parameter '{param.name}' has a byte stride {stride} that is "
                                         f"not a multiple of its element size {itemsize}")
+
+
+# ---- the runtime's entry checks (runtime_c/tensor.c), for the interpreter and the PTX loader ----------
+def intent_dtype_name(dtype: np.dtype) -> str:
+    """The Intent spelling of a NumPy dtype, as the runtime's messages write it."""
+    if dtype.kind == "b":
+        return "bool"
+    if dtype.name == "bfloat16":
+        return "bf16"
+    if dtype.name in mx.BY_ML_DTYPES:
+        return mx.BY_ML_DTYPES[dtype.name].name
+    return {"i": "i", "u": "u", "f": "f"}.get(dtype.kind, "?") + str(dtype.itemsize * 8)
+
+
+def check_entry_tensor(kernel: str, p: Parameter, array: np.ndarray) -> None:
+    """``intent_check_tensor`` on one array, in its order: rank (-3), dtype (-2), a zero
+    stride on a written axis of more than one element (-5)."""
+    rank = len(p.extents)
+    if array.ndim != rank:
+        raise KernelError(E_RANK, f"{kernel}: parameter '{p.name}' has {array.ndim} dimension"
+                                  f"{'' if array.ndim == 1 else 's'} but the kernel expects {rank}")
+    if dlpack_of(array.dtype) != _dlpack_of_name(p.dtype):
+        raise KernelError(E_DTYPE, f"{kernel}: parameter '{p.name}' has dtype {intent_dtype_name(array.dtype)} but "
+                                   f"the kernel expects {p.dtype if p.dtype != 'index' else 'i64'}")
+    if p.written and array.size > 0:
+        for axis, (stride, extent) in enumerate(zip(array.strides, array.shape)):
+            if stride == 0 and extent > 1:
+                raise KernelError(E_STRIDE, f"{kernel}: parameter '{p.name}' is written but has stride 0 "
+                                            f"on axis {axis} (extent {extent}), so its elements alias each other")
+
+
+def _dlpack_of_name(name: str) -> tuple[int, int]:
+    if name in mx.FORMATS:
+        return mx.FORMATS[name].dlpack, mx.FORMATS[name].bits
+    if name == "bf16":
+        return 4, 16
+    return dlpack_of(np.dtype(_NUMPY_NAMES[name]))
+
+
+def _byte_range(array: np.ndarray) -> tuple[int, int]:
+    """The bytes [lo, hi) the array's elements occupy (lo == hi when it has none)."""
+    base = array.__array_interface__["data"][0]
+    if array.size == 0:
+        return base, base
+    low = sum(s * (n - 1) for s, n in zip(array.strides, array.shape) if s < 0)
+    high = sum(s * (n - 1) for s, n in zip(array.strides, array.shape) if s > 0)
+    return base + low, base + high + array.itemsize
+
+
+def _self_overlap(array: np.ndarray):
+    """None when distinct indices address distinct elements by the runtime's test (axes of
+    extent > 1 by increasing |stride|, each stepping past the span of the smaller ones),
+    else (axis, stride, extent, span) of the first axis that does not."""
+    itemsize = array.dtype.itemsize
+    axes = sorted((abs(s // itemsize), axis) for axis, (s, n) in enumerate(zip(array.strides, array.shape)) if n > 1)
+    span = 0
+    for stride, axis in axes:  # ties in axis order, as the runtime's stable insertion sort
+        if stride <= span:
+            return axis, array.strides[axis] // itemsize, array.shape[axis], span
+        span += stride * (array.shape[axis] - 1)
+    return None
+
+
+def check_aliasing(kernel: str, tensors: list) -> set[str]:
+    """The aliasing rule over ``tensors`` ((Parameter, array) in declaration order), as
+    ``intent_check_aliasing``: a written array that overlaps itself or another written one
+    is ``INTENT_E_ALIAS`` (in the runtime's words); returns the names of the read-only
+    arrays whose bytes overlap a written one's, which the kernel must read from a copy."""
+    ranges = [_byte_range(a) for _, a in tensors]
+    for k, (p, array) in enumerate(tensors):
+        if not p.written or ranges[k][0] == ranges[k][1]:
+            continue
+        if array.ndim > 64:
+            raise KernelError(E_ALIAS, f"{kernel}: parameter '{p.name}' is written and has more than 64 dimensions, "
+                                       f"too many to prove that its elements do not overlap")
+        bad = _self_overlap(array)
+        if bad is not None:
+            axis, stride, extent, span = bad
+            raise KernelError(E_ALIAS, f"{kernel}: parameter '{p.name}' overlaps itself: it is written but its "
+                                       f"stride {stride} on axis {axis} (extent {extent}) falls within the span "
+                                       f"{span} of its smaller strides, so two of its indices address one element")
+        for j in range(k):
+            q = tensors[j][0]
+            if q.written and ranges[j][0] != ranges[j][1] and ranges[j][0] < ranges[k][1] \
+                    and ranges[k][0] < ranges[j][1]:
+                raise KernelError(E_ALIAS, f"{kernel}: parameters '{q.name}' and '{p.name}' overlap in memory and "
+                                           f"both are written, so the result would depend on the order of the "
+                                           f"writes")
+    copied = set()
+    for k, (p, _) in enumerate(tensors):
+        if p.written or ranges[k][0] == ranges[k][1]:
+            continue
+        if any(q.written and ranges[j][0] < ranges[k][1] and ranges[k][0] < ranges[j][1]
+               for j, (q, _) in enumerate(tensors)):
+            copied.add(p.name)
+    return copied
+
+
+def snapshot(array: np.ndarray) -> np.ndarray:
+    """A copy of a read-only argument with the same values, its zero-stride (broadcast) axes
+    kept broadcast, as the runtime copies an input that overlaps an output."""
+    kept = tuple(0 if s == 0 and n > 1 else slice(None) for s, n in zip(array.strides, array.shape))
+    return np.broadcast_to(array[kept][tuple(None if k == 0 else slice(None) for k in kept)].copy()
+                           if kept else array.copy(), array.shape)

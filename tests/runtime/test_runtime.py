@@ -22,6 +22,7 @@ EXPORTED = {
     "intent_error",
     "intent_clear_error",
     "intent_check_tensor",
+    "intent_check_aliasing",
     "intent_parallel_for",
     "intent_get_num_threads",
     "intent_set_num_threads",
@@ -39,6 +40,7 @@ BUILD_FLAGS = ["-O2", "-fPIC", "-fvisibility=hidden", "-shared"]
 
 E_NULL, E_DTYPE, E_RANK, E_SHAPE, E_STRIDE = -1, -2, -3, -4, -5
 E_BOUNDS, E_DOMAIN, E_ALLOC, E_DEVICE, E_INTERNAL = -6, -7, -8, -9, -10
+E_ALIAS = -12
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
@@ -66,6 +68,12 @@ class DType(ctypes.Structure):
     _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
 
 
+class ArgView(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("ndim", ctypes.c_int32), ("bits", ctypes.c_int32),
+                ("written", ctypes.c_int32), ("copy", ctypes.c_int32)]
+
+
 class Tensor(ctypes.Structure):
     _fields_ = [
         ("data", ctypes.c_void_p),
@@ -90,6 +98,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
             ctypes.POINTER(Tensor), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32,
             ctypes.c_uint8, ctypes.c_uint8, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
             I64P, I64P]),
+        "intent_check_aliasing": (ctypes.c_int32, [ctypes.c_char_p, ctypes.c_int32, ctypes.POINTER(ArgView),
+                                                   ctypes.POINTER(ctypes.c_void_p)]),
         "intent_parallel_for": (ctypes.c_int32, [ctypes.c_int64, TASK, ctypes.c_void_p]),
         "intent_get_num_threads": (ctypes.c_int32, []),
         "intent_set_num_threads": (None, [ctypes.c_int32]),
@@ -408,7 +418,14 @@ def test_check_element_count_overflow(rt):
     assert arg.untouched()
     arg = Arg(shape=(2**31, 2**31, 2))  # exactly 2^63: one past INT64_MAX
     assert arg.check(rt, ndim=3) == E_SHAPE
-    arg = Arg(shape=(2**31, 2**31, 1))  # 2^62 fits
+    arg = Arg(shape=(2**31, 2**31, 1))  # 2^62 elements fit int64, but not their 2^64 bytes of f32
+    assert arg.check(rt, ndim=3) == E_SHAPE
+    assert last_error(rt) == ("saxpy: parameter 'x' has extents and strides whose byte offsets do not fit "
+                              "in 64 bits")
+    assert arg.untouched()
+    arg = Arg(shape=(2**30, 2**30, 2))  # 2^61 elements, 2^63 bytes: one past INT64_MAX
+    assert arg.check(rt, ndim=3) == E_SHAPE
+    arg = Arg(shape=(2**30, 2**30, 1))  # 2^60 elements, 2^62 bytes fit
     assert arg.check(rt, ndim=3) == 0
 
 
@@ -751,3 +768,137 @@ def test_alloc_zero_bytes_gives_distinct_pointers(rt):
 def test_alloc_failure(rt):
     assert rt.intent_alloc(2**63) is None
     assert "out of memory" in last_error(rt)
+
+
+def test_check_device_id(rt):
+    """docs/abi.md: the device is {1, 0}; another id is refused like another type."""
+    arg = Arg(shape=(4,))
+    arg.t.device = Device(1, 7)
+    assert arg.check(rt) == E_DEVICE
+    assert last_error(rt) == "saxpy: parameter 'x' is on device cpu:7 but the kernel runs on cpu:0"
+    assert arg.untouched()
+
+
+def test_check_byte_offsets_fit_64_bits(rt):
+    for shape, strides in (((3,), (2**62,)), ((2,), (-(2**62),)), ((2, 2), (2**61, 2**61))):
+        arg = Arg(shape=shape, strides=strides)
+        assert arg.check(rt, ndim=len(shape)) == E_SHAPE, (shape, strides)
+        assert "byte offsets do not fit in 64 bits" in last_error(rt)
+        assert arg.untouched()
+    arg = Arg(shape=(4,), byte_offset=2**64 - 8)  # the base plus byte_offset wraps
+    assert arg.check(rt) == E_SHAPE
+    arg = Arg(shape=(2,), strides=(2**60,))  # large but representable
+    assert arg.check(rt) == 0
+
+
+# ---- intent_check_aliasing ------------------------------------------------------------------
+
+
+class Views:
+    """IntentArgViews over one float32 buffer: (name, element offset, shape, strides, written)."""
+
+    def __init__(self, specs, bits=32, size=64):
+        self.buffer = (ctypes.c_float * size)(*range(size))
+        self.keep = []
+        self.views = (ArgView * len(specs))()
+        for view, (name, offset, shape, strides, written) in zip(self.views, specs):
+            extents = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+            steps = (ctypes.c_int64 * max(1, len(shape)))(*strides)
+            self.keep += [extents, steps]
+            view.name, view.ndim, view.bits, view.written = name.encode(), len(shape), bits, int(written)
+            view.data = ctypes.addressof(self.buffer) + offset * (bits // 8 if bits >= 8 else 0) + (
+                offset // 2 if bits == 4 else 0)
+            view.shape, view.strides = ctypes.cast(extents, I64P), ctypes.cast(steps, I64P)
+        self.originals = [v.data for v in self.views]
+        self.scratch = ctypes.c_void_p(0xDEAD)
+
+    def check(self, rt) -> int:
+        return rt.intent_check_aliasing(b"k", len(self.views), self.views, ctypes.byref(self.scratch))
+
+    def values(self, k) -> list:
+        """The elements of view k in row-major order, through its (possibly new) data and strides."""
+        v = self.views[k]
+        shape, strides = [v.shape[i] for i in range(v.ndim)], [v.strides[i] for i in range(v.ndim)]
+        out = []
+
+        def walk(axis, offset):
+            if axis == len(shape):
+                out.append(ctypes.c_float.from_address(v.data + 4 * offset).value)
+                return
+            for i in range(shape[axis]):
+                walk(axis + 1, offset + i * strides[axis])
+
+        walk(0, 0)
+        return out
+
+    def release(self, rt) -> None:
+        rt.intent_free(self.scratch)
+
+
+def test_aliasing_without_overlap_costs_nothing(rt):
+    views = Views([("x", 0, (8,), (1,), False), ("out", 8, (8,), (1,), True), ("y", 0, (8,), (0,), False)])
+    assert views.check(rt) == 0
+    assert views.scratch.value is None and [v.data for v in views.views] == views.originals
+    assert [v.copy for v in views.views] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("x,out", [((0, (8,), (1,)), (0, (8,), (1,))),     # the same memory
+                                   ((0, (8,), (1,)), (7, (8,), (1,))),     # one element shared
+                                   ((7, (8,), (-1,)), (0, (8,), (1,))),    # reversed
+                                   ((0, (4, 4), (1, 4)), (0, (4, 4), (4, 1))),  # transposed
+                                   ((0, (8,), (0,)), (0, (8,), (1,)))])    # broadcast
+def test_an_input_that_overlaps_an_output_is_copied(rt, x, out):
+    views = Views([("x", *x, False), ("out", *out, True)])
+    before = views.values(0)
+    assert views.check(rt) == 0
+    assert views.views[0].copy == 1 and views.views[1].copy == 0
+    assert views.views[0].data != views.originals[0] and views.views[1].data == views.originals[1]
+    assert views.scratch.value is not None
+    ctypes.memset(ctypes.addressof(views.buffer), 0, ctypes.sizeof(views.buffer))  # the kernel writes
+    assert views.values(0) == before
+    if x[2] == (0,):
+        assert views.views[0].strides[0] == 0  # a broadcast input stays broadcast in its copy
+    views.release(rt)
+
+
+@pytest.mark.parametrize("a,b", [((0, (8,), (1,)), (0, (8,), (1,))), ((0, (8,), (1,)), (7, (8,), (1,))),
+                                 ((7, (8,), (-1,)), (7, (8,), (1,))), ((0, (8,), (2,)), (1, (8,), (2,)))])
+def test_overlapping_outputs_are_refused(rt, a, b):
+    views = Views([("x", 40, (8,), (1,), False), ("a", *a, True), ("b", *b, True)])
+    assert views.check(rt) == E_ALIAS
+    assert last_error(rt) == ("k: parameters 'a' and 'b' overlap in memory and both are written, so the result "
+                              "would depend on the order of the writes")
+    assert views.scratch.value is None and [v.data for v in views.views] == views.originals
+
+
+@pytest.mark.parametrize("shape,strides,ok", [((3, 2), (1, 1), False), ((3, 2), (1, -1), False),
+                                              ((3, 2), (2, 1), True), ((3, 2), (-2, -1), True),
+                                              ((2, 3), (3, 2), False), ((2, 2, 2), (1, 2, 4), True),
+                                              ((2, 2, 2), (1, 2, 2), False), ((1, 4), (0, 1), True)])
+def test_an_output_that_overlaps_itself(rt, shape, strides, ok):
+    views = Views([("out", 20, shape, strides, True)])
+    assert views.check(rt) == (0 if ok else E_ALIAS)
+    if not ok:
+        assert last_error(rt).startswith("k: parameter 'out' overlaps itself: it is written but its stride")
+
+
+def test_packed_f4_inputs_are_copied_nibble_by_nibble(rt):
+    views = Views([("x", 1, (5,), (-1,), False), ("out", 0, (6,), (1,), True)], bits=4)
+    data = ctypes.cast(ctypes.addressof(views.buffer), ctypes.POINTER(ctypes.c_uint8))
+    for i in range(4):
+        data[i] = 0x10 * (2 * i + 2) % 256 | (2 * i + 1)  # nibbles 1, 2, 3, ... element e = e + 1
+    views.views[0].data = ctypes.addressof(views.buffer) + 2  # element offset 4 (byte 2, low nibble)
+
+    def nibbles(view, count):
+        base = view.data
+        out = []
+        for i in range(count):
+            e = i * view.strides[0]
+            out.append((ctypes.c_uint8.from_address(base + (e >> 1)).value >> ((e & 1) * 4)) & 0xF)
+        return out
+
+    want = nibbles(views.views[0], 5)
+    assert views.check(rt) == 0 and views.views[0].copy == 1
+    ctypes.memset(ctypes.addressof(views.buffer), 0, 8)
+    assert nibbles(views.views[0], 5) == want == [5, 4, 3, 2, 1]
+    views.release(rt)
