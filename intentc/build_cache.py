@@ -150,10 +150,9 @@ def lookup(key: str) -> dict[str, Path] | None:
             if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
                 raise ValueError(f"{role} does not match its digest")
             files[role] = path
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # a damaged entry: rebuild it
-        shutil.rmtree(entry, ignore_errors=True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # none, or a damaged one: rebuild it
+        if entry.exists():
+            shutil.rmtree(entry, ignore_errors=True)
         return None
     try:
         os.utime(entry)  # most recently used

@@ -356,7 +356,8 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
                 build_cache.store(key, files)
     with timer.stage("write"), _Artifacts() as artifacts:
         for role, final in plan.finals.items():
-            artifacts.write(final, files[role], keep_unchanged=role in _KEEP_WHEN_UNCHANGED)
+            # The output itself always gets a new modification time (what Make compares).
+            artifacts.write(final, files[role], keep_unchanged=role in _KEEP_WHEN_UNCHANGED and final != output)
         if deps is not None:
             artifacts.write(Path(depfile), deps)
         return artifacts.commit(lock=output)
