@@ -32,8 +32,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from intentc import __version__
-
 FORMAT = "intentc-build-cache-1"  # changes when the entry layout or the key's inputs change
 MAX_ENTRIES = 512
 # Variables that say how to run intentc, not what it builds.
@@ -85,7 +83,8 @@ def _toolchain_identity() -> tuple[tuple[str, bytes], ...]:
     import llvmlite  # its version fixes LLVM's (the package holds its own LLVM); not llvmlite.binding
 
     llvmlite_version = llvmlite.__version__
-    parts = [("intentc", __version__.encode()), ("llvmlite", llvmlite_version.encode()),
+    version = sys.modules["intentc"].__version__  # the package, imported before any of its modules
+    parts = [("intentc", version.encode()), ("llvmlite", llvmlite_version.encode()),
              ("python", sys.version.encode()), ("machine", platform.machine().encode()),
              ("intentc-files", _package_fingerprint())]
     for folder in ("grammar", "runtime_c"):

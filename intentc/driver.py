@@ -383,6 +383,8 @@ def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitiz
 
     compiled = compile_source(text, shown, target, cpu, sanitize=tuple(sanitize), timer=timer, module=plan.module)
     files = {}
+    if "module.ll" in plan.finals:  # before the object: emitting it lets LLVM's code generator change the module
+        files["module.ll"] = str(compiled.optimized).encode("utf-8")
     for role in plan.finals:
         if role.startswith("artifact"):
             with timer.stage("emit object"):
@@ -396,8 +398,6 @@ def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitiz
                 except link.LinkError as exc:
                     raise error(str(exc)) from None
                 files[role] = linked.read_bytes()
-        elif role == "module.ll":
-            files[role] = str(compiled.optimized).encode("utf-8")
         elif role == "header.h":
             files[role] = render_header(compiled.manifest, plan.module).encode("utf-8")
         elif role == "intent_runtime.h":
