@@ -96,3 +96,28 @@ def test_doc_reference_names_the_installed_copy(tmp_path, monkeypatch):
     (installed / "targets.md").write_text("# targets\n")
     monkeypatch.setattr(resources, "_PACKAGE", tmp_path)
     assert resources.doc_reference("targets.md") == str(installed / "targets.md")
+
+
+def test_progress_shows_only_on_a_terminal_and_after_the_delay(monkeypatch):
+    import io
+
+    from intentc import cli
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(cli._Progress, "DELAY", 0.05)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    quiet = cli._Progress()  # not a terminal: no timer, nothing shown
+    assert quiet._timer is None
+    quiet.stop()
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    progress = cli._Progress()
+    progress.stage("lower")
+    assert progress._status is None  # not yet: a fast build shows nothing
+    progress._timer.join(5)
+    assert progress._status is not None
+    progress.stage("link")
+    progress.stop()
+    assert progress._status is None and progress._timer is None
