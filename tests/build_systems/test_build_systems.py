@@ -214,6 +214,20 @@ def test_the_cmake_version_file(tmp_path, want, compatible):
     assert f"version={intentc.__version__} compatible={'TRUE' if compatible else 'FALSE'}" in proc.stderr
 
 
+def test_the_cmake_version_file_of_an_installed_package(tmp_path):
+    """Installed, the CMake files lie in intentc/_data/cmake/ and the version in intentc/__init__.py."""
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    folder = tmp_path / "intentc" / "_data" / "cmake"
+    folder.mkdir(parents=True)
+    shutil.copyfile(REPO / "cmake" / "intentcConfigVersion.cmake", folder / "intentcConfigVersion.cmake")
+    (tmp_path / "intentc" / "__init__.py").write_text('"""x"""\n__version__ = "0.3.2"\n')
+    probe = tmp_path / "probe.cmake"
+    probe.write_text(VERSION_PROBE)
+    proc = subprocess.run(["cmake", "-DWANT=0.3", f"-DDIR={folder}", "-P", probe], capture_output=True, text=True)
+    assert "version=0.3.2 compatible=TRUE exact=FALSE" in proc.stderr, proc.stderr
+
+
 def test_cmake_dir_and_make_dir_print_the_package_folders(project):
     _, _, env = project
     cmake_dir = Path(run(["intentc", "--cmake-dir"], REPO, env).strip())

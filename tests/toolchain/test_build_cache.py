@@ -220,3 +220,13 @@ def test_quick_reading_agrees_with_the_reader_and_link():
     assert f"{MAX_SOURCE_BYTES // (1024 * 1024)} * 1024 * 1024" in inspect.getsource(driver._read_quickly)
     for kind in (".so", ".a", ".o", ".h"):
         assert runtime_dependencies(kind) == linked(kind), kind
+
+
+def test_an_unwritable_cache_is_no_build_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("INTENTC_CACHE_DIR", str(blocker))
+    source = tmp_path / "axpb.intent"
+    source.write_text(KERNEL)
+    written = build(source, tmp_path / "out" / "axpb.h", cache=True)
+    assert [p.name for p in written] == ["axpb.h", "intent_runtime.h"]
