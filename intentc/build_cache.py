@@ -187,11 +187,24 @@ def store(key: str, files: dict[str, bytes]) -> dict[str, Path] | None:
     return {role: entry / role for role in files} if (entry / "index.json").exists() else None
 
 
+# A staging folder this old belongs to a build that was killed before it renamed it.
+_STALE_STAGING_S = 3600
+
+
 def _evict() -> None:
+    import time
+
     builds = root() / "builds"
     try:
-        entries = [e for shard in builds.iterdir() if shard.is_dir() for e in shard.iterdir()
-                   if not e.name.startswith(".")]
+        entries, now = [], time.time()
+        for shard in builds.iterdir():
+            if not shard.is_dir():
+                continue
+            for e in shard.iterdir():
+                if not e.name.startswith("."):
+                    entries.append(e)
+                elif now - e.stat().st_mtime > _STALE_STAGING_S:
+                    shutil.rmtree(e, ignore_errors=True)
         if len(entries) <= MAX_ENTRIES:
             return
         entries.sort(key=lambda e: e.stat().st_mtime)

@@ -416,6 +416,9 @@ def compile_text(source_text: str, name: str = "kernels", target: str | None = N
         raise TypeError(f"expected Intent source text, got {type(source_text).__name__}")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
         raise ValueError(f"name must be an identifier (it names the module), got {name!r}")
+    if str(target or "").startswith("sm_"):
+        raise ValueError("intentc.compile builds a shared library for a CPU target; for PTX run "
+                         "`intentc build K.intent --target sm_90 -o K.ptx` (docs/ptx-abi.md)")
     use_cache = build_cache.enabled() if cache is None else cache
     shown = f"{name}.intent"
     output = Path(f"{name}.so")

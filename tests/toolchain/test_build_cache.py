@@ -230,3 +230,19 @@ def test_an_unwritable_cache_is_no_build_error(tmp_path, monkeypatch):
     source.write_text(KERNEL)
     written = build(source, tmp_path / "out" / "axpb.h", cache=True)
     assert [p.name for p in written] == ["axpb.h", "intent_runtime.h"]
+
+
+def test_the_least_recently_used_entries_go_first(cache, monkeypatch):
+    monkeypatch.setattr(build_cache, "MAX_ENTRIES", 2)
+    keys = [build_cache.Key().add("n", str(i)).hexdigest() for i in range(3)]
+    for age, key in enumerate(keys[:2]):
+        build_cache.store(key, {"a.h": key.encode()})
+        stamp = 1_000_000 + age  # distinct, ordered times
+        os.utime(build_cache._entry(key), (stamp, stamp))
+    assert build_cache.lookup(keys[0]) is not None  # used: now the most recent
+    build_cache.store(keys[2], {"a.h": b"third"})
+    assert build_cache.lookup(keys[1]) is None
+    assert build_cache.lookup(keys[0])["a.h"].read_bytes() == keys[0].encode()
+    assert build_cache.lookup(keys[2]) is not None
+    with pytest.raises(ValueError, match="PTX"):
+        intentc.compile(KERNEL, target="sm_90")
