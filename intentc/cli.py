@@ -41,8 +41,27 @@ def color_option(command):
                         help="Colour diagnostics: auto (when stderr is a terminal), always, never.")(command)
 
 
+def _with_installed_docs(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics whose ``docs/NAME.md`` references name the copy installed with the package
+    (``intentc.resources.doc_reference``) where intentc does not run from a source checkout."""
+    import dataclasses
+    import re
+
+    from intentc.resources import doc_reference
+
+    if doc_reference("cli.md") == "docs/cli.md":  # a checkout: docs/ is where the text says
+        return diagnostics
+    pattern = re.compile(r"(?<![\w/.])docs/([A-Za-z0-9_-]+\.md)")
+
+    def fix(text):
+        return pattern.sub(lambda m: doc_reference(m.group(1)), text) if text else text
+
+    return [dataclasses.replace(d, message=fix(d.message), hint=fix(d.hint), notes=tuple(fix(n) for n in d.notes))
+            for d in diagnostics]
+
+
 def _fail(exc: CompileError) -> None:
-    render_rich(exc.diagnostics, _console())
+    render_rich(_with_installed_docs(exc.diagnostics), _console())
     count = len(exc.diagnostics)
     _console().print(f"[bold red]{count} error{'s' if count != 1 else ''}[/]")
     sys.exit(1)

@@ -121,3 +121,21 @@ def test_progress_shows_only_on_a_terminal_and_after_the_delay(monkeypatch):
     progress.stage("link")
     progress.stop()
     assert progress._status is None and progress._timer is None
+
+
+def test_an_installed_intentc_names_its_installed_documents(tmp_path, monkeypatch):
+    from intentc import cli, resources
+    from intentc.diagnostics import Diagnostic
+
+    installed = tmp_path / "_data" / "docs"
+    installed.mkdir(parents=True)
+    for name in ("cli.md", "targets.md"):
+        (installed / name).write_text("#\n")
+    monkeypatch.setattr(resources, "_PACKAGE", tmp_path)
+    [fixed] = cli._with_installed_docs([Diagnostic("bad target", hint="docs/targets.md describes each target",
+                                                   notes=("see docs/targets.md and mydocs/targets.md",))])
+    assert fixed.hint == f"{installed / 'targets.md'} describes each target"
+    assert fixed.notes == (f"see {installed / 'targets.md'} and mydocs/targets.md",)
+    monkeypatch.undo()
+    plain = Diagnostic("x", hint="docs/targets.md")
+    assert cli._with_installed_docs([plain]) == [plain]  # a checkout: as written
