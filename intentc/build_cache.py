@@ -26,7 +26,6 @@ import functools
 import hashlib
 import json
 import os
-import platform
 import secrets
 import shutil
 import sys
@@ -85,7 +84,7 @@ def _toolchain_identity() -> tuple[tuple[str, bytes], ...]:
     llvmlite_version = llvmlite.__version__
     version = sys.modules["intentc"].__version__  # the package, imported before any of its modules
     parts = [("intentc", version.encode()), ("llvmlite", llvmlite_version.encode()),
-             ("python", sys.version.encode()), ("machine", platform.machine().encode()),
+             ("python", sys.version.encode()), ("machine", _machine().encode()),
              ("intentc-files", _package_fingerprint())]
     for folder in ("grammar", "runtime_c"):
         try:
@@ -131,7 +130,13 @@ def _host_cpu() -> bytes:
                                                    b"CPU part", b"CPU variant", b"cpu family", b"model")]
         return b"\n".join(keep)
     except OSError:
-        return f"{platform.machine()} {platform.processor()}".encode()
+        import platform
+
+        return f"{_machine()} {platform.processor()}".encode()
+
+
+def _machine() -> str:
+    return os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE", "")
 
 
 def _entry(key: str) -> Path:
