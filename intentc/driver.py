@@ -37,23 +37,24 @@ def module_name(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", stem) or "module"
 
 
-def frontend(text: str, path: str) -> Module:
-    """Parse and check a source; returns verified KIR (before lowering)."""
+def frontend(text: str, path: str, module: str | None = None) -> Module:
+    """Parse and check a source; returns verified KIR (before lowering). ``path`` names the
+    source in messages; ``module`` names the module (default: from ``path``'s stem)."""
     from intentc.kir.ops import VerifyError
     from intentc.kir.verifier import verify_module
     from intentc.parse import parse_source
     from intentc.sema import build_module
 
     try:
-        module = build_module(parse_source(text, path), module_name(path))
+        kir = build_module(parse_source(text, path), module or module_name(path))
     except RecursionError:  # a safety net: the parser's nesting limit keeps sema well inside the stack
         raise _too_deep() from None
     try:
-        verify_module(module)
+        verify_module(kir)
     except VerifyError as exc:  # a compiler bug, reported as such rather than a traceback
         raise error(f"internal error: the compiler built invalid KIR: {exc}",
                     hint="please report this with the source file") from None
-    return module
+    return kir
 
 
 @functools.lru_cache(maxsize=128)
@@ -203,7 +204,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
 
     timer = timer or StageTimer()
     with timer.stage("parse and check"):
-        module_kir = _frontend_named(text, path, module)
+        module_kir = frontend(text, path, module)
     try:
         spec = resolve_target(target, cpu)
     except ValueError as exc:
@@ -224,7 +225,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
                 if spec.is_gpu:
                     raise error("--sanitize=order is not supported on GPU targets", rule="T7",
                                 hint="run the order sanitizer on the CPU build of the same source")
-                order_check = tuple(lower(_frontend_named(text, path, module), sanitize=checks, point_order=order)
+                order_check = tuple(lower(frontend(text, path, module), sanitize=checks, point_order=order)
                                     for order in ("increasing", "decreasing"))
     except RecursionError:
         raise _too_deep() from None
@@ -247,27 +248,6 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
         with timer.stage("optimize"):
             compiled.optimized = optimize(llvm_ir, spec)  # noqa: F811 - the GPU one where imported
     return compiled
-
-
-def _frontend_named(text: str, path: str, module: str | None) -> Module:
-    if module is None:
-        return frontend(text, path)
-    # frontend names the module after the path's stem; a mapped path keeps the source's name.
-    from intentc.kir.ops import VerifyError
-    from intentc.kir.verifier import verify_module
-    from intentc.parse import parse_source
-    from intentc.sema import build_module
-
-    try:
-        kir = build_module(parse_source(text, path), module)
-    except RecursionError:
-        raise _too_deep() from None
-    try:
-        verify_module(kir)
-    except VerifyError as exc:
-        raise error(f"internal error: the compiler built invalid KIR: {exc}",
-                    hint="please report this with the source file") from None
-    return kir
 
 
 KINDS = (".so", ".o", ".a", ".h", ".ll")
