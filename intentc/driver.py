@@ -6,7 +6,6 @@ import contextlib
 import functools
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,7 +296,7 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     as it is, so its modification time says when the interface last changed. ``emit_llvm``:
     also write the optimised LLVM IR (True: OUTPUT with ``.ll``, or a path). Messages compiled
     into the artifacts name the source as given, through ``file_prefix_map`` (``map_prefix``).
-    ``cache``: use the build cache (``intentc.build_cache``) for CPU targets.
+    ``cache``: use the build cache (``intentc.build_cache``).
 
     Every file is written beside its final name and renamed into place once all of them are
     complete: a failed build leaves no artifact (old or partial) changed, and two builds of
@@ -311,7 +310,7 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     if kind == ".ptx" or str(target or "").startswith("sm_"):
         if "laws" in sanitize:
             raise _laws_on_gpu()
-        return _build_ptx(source, output, target, depfile, shown, timer)
+        return _build_ptx(source, output, target, depfile, shown, timer, cache)
     if kind not in KINDS:
         raise error(f"cannot tell what to build from '{display_path(output.name)}'",
                     hint="name the output .so (shared library), .o (object), .a (archive), .h (header) "
@@ -426,7 +425,6 @@ class _Artifacts:
     def __init__(self):
         self._staged: list[tuple[Path, Path]] = []  # (temporary, final)
         self._kept: list[Path] = []  # finals that already held their content
-        self._folders: list[Path] = []
 
     def __enter__(self) -> "_Artifacts":
         return self
@@ -434,8 +432,6 @@ class _Artifacts:
     def __exit__(self, kind, exc, tb) -> bool:
         for temporary, _ in self._staged:
             temporary.unlink(missing_ok=True)
-        for folder in self._folders:
-            shutil.rmtree(folder, ignore_errors=True)
         if isinstance(exc, OSError):
             raise _cannot_write(getattr(exc, "filename", None), exc) from None
         return False
@@ -456,22 +452,6 @@ class _Artifacts:
             self._kept.append(final)
             return
         self.stage(final).write_bytes(data)
-
-    def adopt(self, written: Path, final: Path) -> None:
-        """A file already written (in a folder of ``stage_folder``) that becomes ``final``."""
-        self._staged.append((written, final))
-
-    def stage_folder(self, near: Path) -> Path:
-        """A new empty folder beside ``near``, removed with the build's other temporary files."""
-        import tempfile
-
-        try:
-            near.parent.mkdir(parents=True, exist_ok=True)
-            folder = Path(tempfile.mkdtemp(prefix=f".{near.name[:40]}.", suffix=".tmp", dir=near.parent))
-        except OSError as exc:
-            raise _cannot_write(near, exc) from None
-        self._folders.append(folder)
-        return folder
 
     def commit(self, lock: Path | None = None) -> list[Path]:
         """Rename every staged file into place; return the files written (those kept as
@@ -529,9 +509,11 @@ def _laws_on_gpu():
                  hint="run the laws sanitizer on a CPU build of the same source (x86-64 or AArch64)")
 
 
-def _build_ptx(source: Path, output: Path, target: str | None, depfile, shown: str | None = None,
-               timer: StageTimer | None = None) -> list[Path]:
+def _build_ptx(source: Path, output: Path, target: str | None, depfile, shown: str, timer: StageTimer,
+               cache: bool = False) -> list[Path]:
     """``K.ptx`` and its manifest ``K.ptx.json`` for a GPU target (docs/ptx-abi.md)."""
+    import tempfile
+
     from intentc.codegen.depfile import depfile_bytes
     from intentc.codegen.emit_llvm import UnsupportedError
     from intentc.codegen.emit_nvptx import write_ptx
@@ -542,18 +524,34 @@ def _build_ptx(source: Path, output: Path, target: str | None, depfile, shown: s
     if output.suffix != ".ptx":
         raise error(f"target {target} produces PTX, not '{display_path(output.name)}'", hint="name the output .ptx")
     deps = depfile_bytes(output, [source]) if depfile is not None else None
-    compiled = compile_source(read_source(source), shown or str(source), target, timer=timer,
-                              module=module_name(str(source)))
-    with _Artifacts() as artifacts:
-        # write_ptx names the PTX in its manifest: write both under their final names in a
-        # folder of their own, then rename them beside each other.
-        folder = artifacts.stage_folder(output)
-        try:
-            written = write_ptx(compiled, folder / output.name)
-        except UnsupportedError as exc:
-            raise error(f"not supported on target {target}: {exc}", rule="T7") from None
-        for path in written:
-            artifacts.adopt(path, output.parent / path.name)
+    with timer.stage("read"):
+        text = _read_quickly(source)
+    module = module_name(str(source))
+    files, key = None, None
+    if cache:
+        with timer.stage("cache lookup"):
+            key = build_cache.Key().add("source", text).add("path", shown).add("module", module)
+            key = key.add("kind", ".ptx").add("output", output.name).add("target", str(target))
+            key = key.add_toolchain("native").hexdigest()
+            hit = build_cache.lookup(key)
+            if hit is not None and output.name in hit:
+                files = {name: path.read_bytes() for name, path in hit.items()}
+    if files is None:
+        compiled = compile_source(text, shown, target, timer=timer, module=module)
+        # write_ptx names the PTX in its manifest: both are written under their final names
+        # in a folder of their own.
+        with timer.stage("emit PTX"), tempfile.TemporaryDirectory(prefix="intentc-ptx-") as tmp:
+            try:
+                written = write_ptx(compiled, Path(tmp) / output.name)
+            except UnsupportedError as exc:
+                raise error(f"not supported on target {target}: {exc}", rule="T7") from None
+            files = {path.name: path.read_bytes() for path in written}
+        if cache:
+            with timer.stage("cache store"):
+                build_cache.store(key, files)
+    with timer.stage("write"), _Artifacts() as artifacts:
+        for name, data in files.items():
+            artifacts.write(output.parent / name, data)
         if deps is not None:
             artifacts.write(Path(depfile), deps)
         return artifacts.commit(lock=output)

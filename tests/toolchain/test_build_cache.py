@@ -246,3 +246,19 @@ def test_the_least_recently_used_entries_go_first(cache, monkeypatch):
     assert build_cache.lookup(keys[2]) is not None
     with pytest.raises(ValueError, match="PTX"):
         intentc.compile(KERNEL, target="sm_90")
+
+
+def test_ptx_builds_use_the_cache_too(cache, tmp_path):
+    source = tmp_path / "axpb.intent"
+    source.write_text(KERNEL)
+    timer = StageTimer()
+    first = build(source, tmp_path / "a" / "axpb.ptx", "sm_90", cache=True, timer=timer)
+    assert any(name == "parse and check" for name, _ in timer.times)
+    timer = StageTimer()
+    second = build(source, tmp_path / "b" / "axpb.ptx", "sm_90", cache=True, timer=timer)
+    assert not any(name == "parse and check" for name, _ in timer.times)
+    assert [p.name for p in first] == [p.name for p in second] == ["axpb.ptx", "axpb.ptx.json"]
+    for one, two in zip(first, second):
+        assert one.read_bytes() == two.read_bytes()
+    fresh = build(source, tmp_path / "c" / "axpb.ptx", "sm_90")
+    assert [p.read_bytes() for p in fresh] == [p.read_bytes() for p in first]
