@@ -32,6 +32,8 @@ def _console():
 def _set_color(ctx, param, value):
     if value is not None:
         _color["mode"] = value
+    elif ctx.parent is None:  # the group runs first: each invocation starts from "auto"
+        _color["mode"] = "auto"
     return value
 
 

@@ -139,3 +139,16 @@ def test_an_installed_intentc_names_its_installed_documents(tmp_path, monkeypatc
     monkeypatch.undo()
     plain = Diagnostic("x", hint="docs/targets.md")
     assert cli._with_installed_docs([plain]) == [plain]  # a checkout: as written
+
+
+def test_color_is_chosen_per_invocation(tmp_path):
+    from intentc import cli
+
+    missing = str(tmp_path / "missing.intent")
+    CliRunner().invoke(main, ["check", missing, "--color=always"])
+    assert cli._color["mode"] == "always"
+    CliRunner().invoke(main, ["check", missing])
+    assert cli._color["mode"] == "auto", "an earlier --color must not stick"
+    CliRunner().invoke(main, ["--color=never", "check", missing])
+    assert cli._color["mode"] == "never"
+    CliRunner().invoke(main, ["check", missing])
