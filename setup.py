@@ -1,4 +1,4 @@
-"""Copies the grammar, the C runtime and the Make and CMake files into the package so that
+"""Copies the grammar, the C runtime and the Make and CMake files and the docs into the package so that
 an installed intentc carries them."""
 import shutil
 from pathlib import Path
@@ -7,7 +7,8 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent
-CARRIED = {"grammar": ("*.lark",), "runtime_c": ("*.c", "*.h"), "make": ("*.mk",), "cmake": ("*.cmake",)}
+CARRIED = {"grammar": ("*.lark",), "runtime_c": ("*.c", "*.h"), "make": ("*.mk",), "cmake": ("*.cmake",),
+           "docs": ("*.md",)}
 
 
 class BuildWithData(build_py):

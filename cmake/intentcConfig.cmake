@@ -13,6 +13,9 @@
 #                     [OUTPUT_NAME <stem>]                  # default: the source's stem (<stem>.h)
 #                     [FLAGS <extra intentc build flags>...])
 #
+# find_package(intentc 0.1) checks the version (intentcConfigVersion.cmake: the same major
+# version, and for 0.x the same minor one, no older than requested).
+#
 # runs `intentc build` as a custom command (with a DEPFILE, so editing the source or
 # reinstalling intentc rebuilds it) into ${CMAKE_CURRENT_BINARY_DIR}/intentc/<name>/
 # (<stem>.a, lib<stem>.so or <stem>.o) and defines <name> as an imported library whose
@@ -107,24 +110,28 @@ function(intentc_add_library name)
 
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/intentc/${name}")
   set(output "${dir}/${stem}${suffix_${kind}}")
-  set(rename_header)
   if(kind STREQUAL "SHARED")
-    # intentc's libraries have no soname, so executables record the name they were linked by:
-    # lib<stem>.so, found with -l<stem> and the rpath CMake adds. The header keeps the stem.
+    # Executables record the name they were linked by: lib<stem>.so, found with -l<stem> and
+    # the rpath CMake adds. The header keeps the stem.
     set(output "${dir}/lib${stem}.so")
-    set(rename_header COMMAND "${CMAKE_COMMAND}" -E rename "${dir}/lib${stem}.h" "${dir}/${stem}.h")
   endif()
   file(MAKE_DIRECTORY "${dir}")  # imported targets need their include directory to exist
+  # One intentc run writes the library, its depfile and the headers. intentc rewrites a header
+  # only when its content changes; as BYPRODUCTS the headers are re-checked after the run
+  # (Ninja's restat), so an edit that keeps the kernels' signatures recompiles nothing that
+  # includes them. Messages in the library name the source relative to this source folder,
+  # so the artifacts do not depend on where the project lies.
   add_custom_command(
-    OUTPUT "${output}" "${dir}/${stem}.h" "${dir}/intent_runtime.h"
+    OUTPUT "${output}"
+    BYPRODUCTS "${dir}/${stem}.h" "${dir}/intent_runtime.h"
     COMMAND ${INTENTC_EXECUTABLE} build "${source}" -o "${output}" --target "${target}" --cpu "${cpu}"
-            --emit-header --depfile "${output}.d" ${arg_FLAGS}
-    ${rename_header}
+            --header "${dir}/${stem}.h" --depfile "${output}.d"
+            --file-prefix-map "${CMAKE_CURRENT_SOURCE_DIR}/=" ${arg_FLAGS}
     DEPENDS "${source}"
     DEPFILE "${output}.d"
     COMMENT "intentc: building ${name} (${target}) from ${arg_SOURCE}"
     VERBATIM)
-  add_custom_target(${name}_intentc DEPENDS "${output}" "${dir}/${stem}.h")
+  add_custom_target(${name}_intentc DEPENDS "${output}")
 
   add_library(${name} ${kind} IMPORTED GLOBAL)
   if(kind STREQUAL "OBJECT")

@@ -12,14 +12,58 @@ from intentc.diagnostics import CompileError, Diagnostic, render_rich
 STAGES = ("ast", "kir", "lowered", "physical", "llvm", "llvm-opt", "asm")
 
 
+# --color: "auto" (colour when stderr is a terminal; NO_COLOR and FORCE_COLOR are honoured),
+# "always" or "never". Set by the option of the group or of a command.
+COLOR_CHOICES = ("auto", "always", "never")
+_color = {"mode": "auto"}
+
+
 def _console():
     from rich.console import Console
 
+    mode = _color["mode"]
+    if mode == "always":
+        return Console(stderr=True, highlight=False, force_terminal=True, color_system="standard")
+    if mode == "never":
+        return Console(stderr=True, highlight=False, no_color=True, color_system=None)
     return Console(stderr=True, highlight=False)
 
 
+def _set_color(ctx, param, value):
+    if value is not None:
+        _color["mode"] = value
+    elif ctx.parent is None:  # the group runs first: each invocation starts from "auto"
+        _color["mode"] = "auto"
+    return value
+
+
+def color_option(command):
+    return click.option("--color", type=click.Choice(COLOR_CHOICES), default=None, expose_value=False,
+                        callback=_set_color, is_eager=True,
+                        help="Colour diagnostics: auto (when stderr is a terminal), always, never.")(command)
+
+
+def _with_installed_docs(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics whose ``docs/NAME.md`` references name the copy installed with the package
+    (``intentc.resources.doc_reference``) where intentc does not run from a source checkout."""
+    import dataclasses
+    import re
+
+    from intentc.resources import doc_reference
+
+    if doc_reference("cli.md") == "docs/cli.md":  # a checkout: docs/ is where the text says
+        return diagnostics
+    pattern = re.compile(r"(?<![\w/.])docs/([A-Za-z0-9_-]+\.md)")
+
+    def fix(text):
+        return pattern.sub(lambda m: doc_reference(m.group(1)), text) if text else text
+
+    return [dataclasses.replace(d, message=fix(d.message), hint=fix(d.hint), notes=tuple(fix(n) for n in d.notes))
+            for d in diagnostics]
+
+
 def _fail(exc: CompileError) -> None:
-    render_rich(exc.diagnostics, _console())
+    render_rich(_with_installed_docs(exc.diagnostics), _console())
     count = len(exc.diagnostics)
     _console().print(f"[bold red]{count} error{'s' if count != 1 else ''}[/]")
     sys.exit(1)
@@ -77,24 +121,39 @@ def _data_folder(name: str) -> str:
 @click.version_option(__version__, prog_name="intentc")
 @click.option("--cmake-dir", is_flag=True, help="Print the folder of intentc's CMake package and exit.")
 @click.option("--make-dir", is_flag=True, help="Print the folder of intentc.mk (Make rules) and exit.")
+@click.option("--docs-dir", is_flag=True, help="Print the folder of intentc's documentation (the docs/*.md that "
+                                                "hints name) and exit.")
+@color_option
 @click.pass_context
-def main(ctx, cmake_dir, make_dir):
+def main(ctx, cmake_dir, make_dir, docs_dir):
     """intentc: the ahead-of-time compiler for Intent kernels."""
-    if cmake_dir or make_dir:
+    folder = "cmake" if cmake_dir else "make" if make_dir else "docs" if docs_dir else None
+    if folder:
         try:
-            click.echo(_data_folder("cmake" if cmake_dir else "make"))
+            click.echo(_data_folder(folder))
         except FileNotFoundError as exc:
             raise click.ClickException(str(exc))
         return
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+    if ctx.invoked_subcommand is None:  # a usage error, as for any missing argument
+        click.echo(ctx.get_help(), err=True)
+        ctx.exit(2)
+
+
+def _prefix_pair(ctx, param, values):
+    pairs = []
+    for value in values:
+        old, sep, new = value.partition("=")
+        if not sep or not old:
+            raise click.BadParameter(f"'{value}' is not OLD=NEW", ctx=ctx, param=param)
+        pairs.append((old, new))
+    return tuple(pairs)
 
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Output file: .so (shared library + header), .o (object), .a (archive), .h (header) "
-                   "or .ptx (PTX + .ptx.json manifest, with --target sm_XX).")
+              help="Output file: .so (shared library + header), .o (object), .a (archive), .h (header), "
+                   ".ll (optimised LLVM IR) or .ptx (PTX + .ptx.json manifest, with --target sm_XX).")
 @click.option("--target", default="host", show_default=True,
               help="Target: host, x86_64-linux-gnu or aarch64-linux-gnu (also aarch64, arm64); "
                    "sm_80, sm_86, sm_89 or sm_90 (NVIDIA GPU, PTX).")
@@ -102,8 +161,17 @@ def main(ctx, cmake_dir, make_dir):
               help="CPU to tune for (LLVM name); native: this machine's, or a cross target's baseline.")
 @click.option("--emit-header/--no-emit-header", default=None,
               help="Also write OUTPUT's header (default: yes for .so).")
+@click.option("--header", "header", type=click.Path(dir_okay=False), default=None,
+              help="Write the header here (implies --emit-header; intent_runtime.h goes beside it). A header "
+                   "whose content is unchanged is not rewritten.")
+@click.option("--emit-llvm", is_flag=True, help="Also write the optimised LLVM IR (OUTPUT with suffix .ll).")
 @click.option("--depfile", type=click.Path(dir_okay=False), help="Write Make-style dependencies here.")
-@click.option("-v", "--verbose", is_flag=True, help="Print the files written and the time taken.")
+@click.option("--file-prefix-map", "prefix_map", multiple=True, callback=_prefix_pair, metavar="OLD=NEW",
+              help="In the source path that messages compiled into the artifacts show, replace a leading OLD "
+                   "by NEW (as gcc's -ffile-prefix-map; the last matching one applies). Repeatable.")
+@click.option("--no-cache", is_flag=True,
+              help="Do not use the build cache (also: INTENTC_NO_CACHE=1). See docs/cli.md.")
+@click.option("-v", "--verbose", is_flag=True, help="Print the files written and the time of each stage.")
 @click.option("--sanitize", multiple=True, type=click.Choice(["bounds", "order", "unique", "race", "laws"]),
               help="bounds: keep every bounds check; order: run each call with the parallel points in "
                    "increasing and decreasing order and fail (INTENT_E_SANITIZER) if the results differ; "
@@ -112,24 +180,79 @@ def main(ctx, cmake_dir, make_dir):
                    "(INTENT_E_SANITIZER, naming the law and helpers) if a helper law does not hold (R2, R6; "
                    "CPU targets). Repeatable.")
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
+@color_option
 @_diagnosed
-def build(source, output, target, cpu, emit_header, depfile, verbose, sanitize, verify_each):
+def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, prefix_map, no_cache, verbose,
+          sanitize, verify_each):
     """Compile SOURCE into OUTPUT."""
-    from intentc.driver import build as build_files
+    from intentc import build_cache
+    from intentc.driver import StageTimer, build as build_files
 
     if verify_each:
         _request_verify_each()
     start = time.perf_counter()
+    progress = _Progress()
+    timer = StageTimer(on_stage=progress.stage)
     try:
-        written = build_files(source, output, target, cpu, emit_header, depfile, sanitize=tuple(sanitize))
+        written = build_files(source, output, target, cpu, emit_header, depfile, sanitize=tuple(sanitize),
+                              header=header, emit_llvm=emit_llvm, file_prefix_map=prefix_map,
+                              cache=not no_cache and build_cache.enabled(), timer=timer)
     except CompileError as exc:
+        progress.stop()
         _fail(exc)
+    finally:
+        progress.stop()
     if verbose:
         from intentc.source import display_path
 
         for path in written:
             click.echo(f"wrote {display_path(path)}")
-        click.echo(f"built in {time.perf_counter() - start:.2f} s")
+        for name, seconds in timer.times:
+            click.echo(f"  {name:<16} {seconds * 1000:9.1f} ms")
+        hit = any(name == "cache lookup" for name, _ in timer.times) and \
+            not any(name == "cache store" for name, _ in timer.times)
+        click.echo(f"built in {time.perf_counter() - start:.3f} s{' (from the build cache)' if hit else ''}")
+
+
+class _Progress:
+    """A spinner naming the current stage, on stderr, for a build that has taken over
+    ``DELAY`` seconds, and only when stderr is a terminal (logs and pipes stay clean)."""
+
+    DELAY = 2.0
+
+    def __init__(self):
+        import threading
+
+        self._name = "starting"
+        self._status = None
+        self._lock = threading.Lock()
+        self._timer = None
+        if sys.stderr.isatty():
+            self._timer = threading.Timer(self.DELAY, self._show)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _show(self):
+        with self._lock:
+            if self._timer is None:
+                return
+            self._status = _console().status(f"intentc: {self._name}")
+            self._status.start()
+
+    def stage(self, name: str) -> None:
+        with self._lock:
+            self._name = name
+            if self._status is not None:
+                self._status.update(f"intentc: {name}")
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._status is not None:
+                self._status.stop()
+                self._status = None
 
 
 def _request_verify_each() -> None:
@@ -143,6 +266,7 @@ def _request_verify_each() -> None:
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
+@color_option
 @_diagnosed
 def check(source):
     """Check SOURCE and print its diagnostics (exit 1 on errors)."""
@@ -158,15 +282,29 @@ def check(source):
     click.echo(f"{display_path(source)}: ok ({count} kernel{'s' if count != 1 else ''})")
 
 
+def _known_pass(ctx, param, value):
+    """A usage error (exit 2) for a pass name that does not exist, listing those that do."""
+    if value is None:
+        return None
+    from intentc.lower.pipeline import PASS_NAMES
+
+    if value not in (*PASS_NAMES, "all"):
+        raise click.BadParameter(f"no lowering pass is named '{value}'; the passes, in order: "
+                                 + ", ".join(PASS_NAMES) + " (or 'all')", ctx=ctx, param=param)
+    return value
+
+
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--stage", type=click.Choice(STAGES), default="kir", show_default=True,
               help="ast: syntax tree; kir: KIR from sema; lowered: KIR after the KIR passes; physical: the "
                    "loop program; llvm / llvm-opt: LLVM IR before / after optimisation; asm: assembly.")
-@click.option("--print-after", type=str, default=None, help="Print the IR after this lowering pass (or 'all').")
+@click.option("--print-after", type=str, default=None, callback=_known_pass, metavar="PASS",
+              help="Print the IR after this lowering pass (or 'all'); docs/passes.md lists them.")
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
 @click.option("--target", default="host", show_default=True)
 @click.option("--cpu", default="native", show_default=True)
+@color_option
 @_diagnosed
 def explain(source, stage, print_after, verify_each, target, cpu):
     """Show SOURCE at one stage of the pipeline."""

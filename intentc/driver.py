@@ -2,17 +2,23 @@
 source to the reference interpreter (``interpret``)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
-import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from intentc import build_cache
 from intentc.base.atomic_files import staged
 from intentc.diagnostics import CompileError, error
-from intentc.kir.core import Module
+from intentc.resources import doc_reference
 from intentc.source import display_path
+
+if TYPE_CHECKING:  # imported where needed: a cache hit loads no stage of the compiler
+    from intentc.kir.core import Module
 
 
 @dataclass
@@ -30,23 +36,24 @@ def module_name(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", stem) or "module"
 
 
-def frontend(text: str, path: str) -> Module:
-    """Parse and check a source; returns verified KIR (before lowering)."""
+def frontend(text: str, path: str, module: str | None = None) -> Module:
+    """Parse and check a source; returns verified KIR (before lowering). ``path`` names the
+    source in messages; ``module`` names the module (default: from ``path``'s stem)."""
     from intentc.kir.ops import VerifyError
     from intentc.kir.verifier import verify_module
     from intentc.parse import parse_source
     from intentc.sema import build_module
 
     try:
-        module = build_module(parse_source(text, path), module_name(path))
+        kir = build_module(parse_source(text, path), module or module_name(path))
     except RecursionError:  # a safety net: the parser's nesting limit keeps sema well inside the stack
         raise _too_deep() from None
     try:
-        verify_module(module)
+        verify_module(kir)
     except VerifyError as exc:  # a compiler bug, reported as such rather than a traceback
         raise error(f"internal error: the compiler built invalid KIR: {exc}",
                     hint="please report this with the source file") from None
-    return module
+    return kir
 
 
 @functools.lru_cache(maxsize=128)
@@ -56,6 +63,8 @@ def _cached_frontend(text: str, path: str) -> Module:
 
 def load_module(source_or_path) -> Module:
     """A KIR module from source text, a ``.intent`` path, or a ``Module`` as is."""
+    from intentc.kir.core import Module
+
     if isinstance(source_or_path, Module):
         return source_or_path
     if isinstance(source_or_path, Path):
@@ -98,6 +107,45 @@ def _too_deep() -> CompileError:
     return too_deep(None)
 
 
+def _read_quickly(path: Path) -> str:
+    """``read_source``'s text without importing the parser (a cache hit needs no parser): a
+    regular UTF-8 file of at most ``MAX_SOURCE_BYTES`` is read here, anything else goes
+    through ``read_source`` for its diagnostic."""
+    import stat
+
+    limit = 32 * 1024 * 1024  # intentc.parse.reader.MAX_SOURCE_BYTES (a test keeps them equal)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_size <= limit:
+                data = os.read(fd, limit + 1)
+                while len(data) <= limit:
+                    more = os.read(fd, limit + 1 - len(data))
+                    if not more:
+                        return data.decode("utf-8")
+                    data += more
+        finally:
+            os.close(fd)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return read_source(path)
+
+
+def runtime_dependencies(kind: str) -> list[Path]:
+    """The runtime files an artifact of ``kind`` is built from, for its depfile: what
+    ``intentc.codegen.link.runtime_dependencies`` lists (a test keeps them equal), without
+    importing LLVM, which a cache hit does not need."""
+    from intentc.resources import runtime_dir
+
+    source_dir = runtime_dir().resolve()
+    header = source_dir / "intent_runtime.h"
+    if kind in (".h", ".ll"):
+        return [header]
+    names = sorted(p.name for p in source_dir.iterdir() if p.suffix in (".c", ".h"))
+    return [header] + [source_dir / n for n in names if n != "intent_runtime.h"]
+
+
 def read_source(path: str | Path) -> str:
     """The text of a source file: only a regular file is read, and it must be UTF-8; anything
     else is a ``CompileError`` (``intentc/parse/reader.py``)."""
@@ -106,9 +154,42 @@ def read_source(path: str | Path) -> str:
     return read(path)
 
 
+class StageTimer:
+    """The wall time of each stage of one build (``-v`` prints them), and an optional callback
+    told when a stage starts (the CLI's progress display)."""
+
+    def __init__(self, on_stage=None):
+        self.times: list[tuple[str, float]] = []
+        self._on_stage = on_stage
+
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        if self._on_stage is not None:
+            self._on_stage(name)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.times.append((name, time.perf_counter() - start))
+
+
+def map_prefix(path: str, prefix_map: tuple[tuple[str, str], ...] = ()) -> str:
+    """``path`` as artifacts and messages show it: the path as given (a relative path stays
+    relative), with the last ``(OLD, NEW)`` of ``prefix_map`` whose OLD begins it replaced by NEW,
+    as gcc's ``-ffile-prefix-map`` does."""
+    for old, new in reversed(prefix_map):
+        if old and path.startswith(old):
+            return new + path[len(old):]
+    return path
+
+
 def compile_source(text: str, path: str, target: str | None = None, cpu: str = "native",
-                   optimize_ir: bool = True, sanitize: tuple[str, ...] = ()) -> Compiled:
-    """``sanitize``: "bounds" keeps every bounds check; "order" runs each call twice with the
+                   optimize_ir: bool = True, sanitize: tuple[str, ...] = (), timer: StageTimer | None = None,
+                   module: str | None = None) -> Compiled:
+    """``path`` is the source's name as messages and the manifest show it; ``module`` the
+    module's name (default: from ``path``'s stem).
+
+    ``sanitize``: "bounds" keeps every bounds check; "order" runs each call twice with the
     points of every I.parallel loop in increasing and decreasing order and fails
     (INTENT_E_SANITIZER) when the written results differ (P1, P3); "unique" checks every
     scatter asserted ``unique=True`` (M4); "race" is "order" and "unique" together; "laws"
@@ -120,11 +201,13 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     from intentc.codegen.target import resolve_target
     from intentc.lower.pipeline import SANITIZERS, lower
 
-    module = frontend(text, path)
+    timer = timer or StageTimer()
+    with timer.stage("parse and check"):
+        module_kir = frontend(text, path, module)
     try:
         spec = resolve_target(target, cpu)
     except ValueError as exc:
-        raise error(str(exc), hint="docs/targets.md describes each target") from None
+        raise error(str(exc), hint=f"{doc_reference('targets.md')} describes each target") from None
     unknown = [name for name in sanitize if name not in SANITIZERS]
     if unknown:
         raise error(f"unknown sanitizer '{unknown[0]}'", hint="available: " + ", ".join(SANITIZERS))
@@ -135,75 +218,203 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     if "laws" in checks and spec.is_gpu:
         raise _laws_on_gpu()
     try:
-        program = lower(module, sanitize=checks)
-        if "order" in checks:
-            if spec.is_gpu:
-                raise error("--sanitize=order is not supported on GPU targets", rule="T7",
-                            hint="run the order sanitizer on the CPU build of the same source")
-            order_check = tuple(lower(frontend(text, path), sanitize=checks, point_order=order)
-                                for order in ("increasing", "decreasing"))
+        with timer.stage("lower"):
+            program = lower(module_kir, sanitize=checks)
+            if "order" in checks:
+                if spec.is_gpu:
+                    raise error("--sanitize=order is not supported on GPU targets", rule="T7",
+                                hint="run the order sanitizer on the CPU build of the same source")
+                order_check = tuple(lower(frontend(text, path, module), sanitize=checks, point_order=order)
+                                    for order in ("increasing", "decreasing"))
     except RecursionError:
         raise _too_deep() from None
-    manifest = module_manifest(module, display_path(Path(path).name))
+    manifest = module_manifest(module_kir, display_path(Path(path).name))
     if checks:
         manifest["sanitize"] = sorted(checks)
     try:
-        if spec.is_gpu:
-            from intentc.codegen.emit_nvptx import emit_gpu_module, optimize_gpu as optimize
+        with timer.stage("emit LLVM IR"):
+            if spec.is_gpu:
+                from intentc.codegen.emit_nvptx import emit_gpu_module, optimize_gpu as optimize
 
-            llvm_ir, manifest = emit_gpu_module(program, spec, manifest)
-        else:
-            llvm_ir = emit_module(program, spec.triple, manifest_json(manifest), order_check,
-                                  restore=next((s for s in ("laws", "unique") if s in checks), None))
+                llvm_ir, manifest = emit_gpu_module(program, spec, manifest)
+            else:
+                llvm_ir = emit_module(program, spec.triple, manifest_json(manifest), order_check,
+                                      restore=next((s for s in ("laws", "unique") if s in checks), None))
     except UnsupportedError as exc:
         raise error(f"not supported on target {spec.name}: {exc}", rule="T7") from None
-    compiled = Compiled(module, program, llvm_ir, manifest, spec=spec)
+    compiled = Compiled(module_kir, program, llvm_ir, manifest, spec=spec)
     if optimize_ir:
-        compiled.optimized = optimize(llvm_ir, spec)
+        with timer.stage("optimize"):
+            compiled.optimized = optimize(llvm_ir, spec)  # noqa: F811 - the GPU one where imported
     return compiled
+
+
+KINDS = (".so", ".o", ".a", ".h", ".ll")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one build writes: each role's final path (roles name the files of a cache entry)."""
+
+    kind: str
+    finals: dict  # role -> Path
+    module: str
+
+
+def _plan(source: Path, output: Path, emit_header: bool | None, header: str | Path | None,
+          emit_llvm: bool | str | Path | None) -> _Plan:
+    kind = output.suffix
+    finals = {}
+    if kind not in (".h", ".ll"):
+        finals[f"artifact{kind}"] = output
+    if kind == ".ll":
+        finals["module.ll"] = output
+    elif emit_llvm:
+        finals["module.ll"] = Path(emit_llvm) if isinstance(emit_llvm, (str, Path)) else output.with_suffix(".ll")
+    if kind == ".h" or header is not None or (emit_header is not False and (emit_header or kind == ".so")):
+        header_path = output if kind == ".h" else Path(header) if header is not None else output.with_suffix(".h")
+        finals["header.h"] = header_path
+        finals["intent_runtime.h"] = header_path.parent / "intent_runtime.h"
+    return _Plan(kind, finals, module_name(str(source)))
+
+
+# Roles whose file keeps its modification time when its content is unchanged: what includes a
+# header is rebuilt only when the interface it declares changes.
+_KEEP_WHEN_UNCHANGED = ("header.h", "intent_runtime.h")
 
 
 def build(source: str | Path, output: str | Path, target: str | None = None, cpu: str = "native",
           emit_header: bool | None = None, depfile: str | Path | None = None,
-          sanitize: tuple[str, ...] = ()) -> list[Path]:
-    """Compile ``source`` into ``output`` (.so, .o, .a, .h or .ptx by extension); return the files written.
+          sanitize: tuple[str, ...] = (), *, header: str | Path | None = None,
+          emit_llvm: bool | str | Path | None = None, file_prefix_map: tuple[tuple[str, str], ...] = (),
+          cache: bool = False, timer: StageTimer | None = None) -> list[Path]:
+    """Compile ``source`` into ``output`` (.so, .o, .a, .h, .ll or .ptx by extension); return
+    the files written.
+
+    ``header``: where the header goes (default: beside OUTPUT, for a .so or with
+    ``emit_header``); a header (and ``intent_runtime.h``) whose content is unchanged is left
+    as it is, so its modification time says when the interface last changed. ``emit_llvm``:
+    also write the optimised LLVM IR (True: OUTPUT with ``.ll``, or a path). Messages compiled
+    into the artifacts name the source as given, through ``file_prefix_map`` (``map_prefix``).
+    ``cache``: use the build cache (``intentc.build_cache``).
 
     Every file is written beside its final name and renamed into place once all of them are
-    complete: a failed build leaves no artifact (old or partial) changed."""
-    from intentc.codegen import link
+    complete: a failed build leaves no artifact (old or partial) changed, and two builds of
+    one output rename their sets one after the other (a lock per output), never interleaved."""
     from intentc.codegen.depfile import depfile_bytes
-    from intentc.codegen.header import render_header
-    from intentc.codegen.optimize import emit_object
-    from intentc.resources import runtime_dir
 
+    timer = timer or StageTimer()
     source, output = Path(source), Path(output)
+    shown = map_prefix(str(source), tuple(file_prefix_map))
     kind = output.suffix
     if kind == ".ptx" or str(target or "").startswith("sm_"):
         if "laws" in sanitize:
             raise _laws_on_gpu()
-        return _build_ptx(source, output, target, depfile)
-    if kind not in (".so", ".o", ".a", ".h"):
+        return _build_ptx(source, output, target, depfile, shown, timer, cache)
+    if kind not in KINDS:
         raise error(f"cannot tell what to build from '{display_path(output.name)}'",
-                    hint="name the output .so (shared library), .o (object), .a (archive) or .h (header)")
-    deps = depfile_bytes(output, [source, *link.runtime_dependencies(kind)]) if depfile is not None else None
-    compiled = compile_source(read_source(source), str(source), target, cpu, sanitize=tuple(sanitize))
-    header_path = output if kind == ".h" else output.with_suffix(".h")
-    with _Artifacts() as artifacts:
-        if kind != ".h":
-            obj = emit_object(compiled.optimized, compiled.spec)
-            make = {".so": link.link_shared, ".o": link.link_relocatable, ".a": link.archive}[kind]
-            try:
-                make(obj, artifacts.stage(output), compiled.spec)
-            except link.LinkError as exc:
-                raise error(str(exc)) from None
-        if kind == ".h" or emit_header is not False and (emit_header or kind == ".so"):
-            header = render_header(compiled.manifest, module_name(str(source)))
-            artifacts.write(header_path, header.encode("utf-8"))
-            artifacts.write(header_path.parent / "intent_runtime.h",
-                            (runtime_dir() / "intent_runtime.h").read_bytes())
+                    hint="name the output .so (shared library), .o (object), .a (archive), .h (header) "
+                         "or .ll (LLVM IR)")
+    plan = _plan(source, output, emit_header, header, emit_llvm)
+    deps = None
+    if depfile is not None:
+        deps = depfile_bytes(output, [source, *runtime_dependencies(kind)])
+    with timer.stage("read"):
+        text = _read_quickly(source)
+    files, key = None, None
+    if cache:
+        with timer.stage("cache lookup"):
+            key = _cache_key(text, shown, plan, output, target, cpu, sanitize)
+            hit = build_cache.lookup(key)
+            if hit is not None and set(hit) == set(plan.finals):
+                files = {role: path.read_bytes() for role, path in hit.items()}
+    if files is None:
+        files = _compile_files(text, shown, plan, target, cpu, sanitize, timer)
+        if cache:
+            with timer.stage("cache store"):
+                build_cache.store(key, files)
+    with timer.stage("write"), _Artifacts() as artifacts:
+        for role, final in plan.finals.items():
+            # The output itself always gets a new modification time (what Make compares).
+            artifacts.write(final, files[role], keep_unchanged=role in _KEEP_WHEN_UNCHANGED and final != output)
         if deps is not None:
             artifacts.write(Path(depfile), deps)
-        return artifacts.commit()
+        return artifacts.commit(lock=output)
+
+
+def _cache_key(text: str, shown: str, plan: _Plan, output: Path, target, cpu: str, sanitize) -> str:
+    key = build_cache.Key().add("source", text).add("path", shown).add("module", plan.module)
+    key.add("kind", plan.kind).add("output", output.name)
+    for role, final in sorted(plan.finals.items()):  # names that may appear in the artifacts (a soname)
+        key.add(f"role:{role}", final.name)
+    key.add("target", str(target or "host")).add("cpu", cpu).add("sanitize", ",".join(sorted(set(sanitize))))
+    return key.add_toolchain(cpu).hexdigest()
+
+
+def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitize, timer: StageTimer) -> dict:
+    """The bytes of every file of ``plan``, by role."""
+    import tempfile
+
+    from intentc.codegen import link
+    from intentc.codegen.header import render_header
+    from intentc.codegen.optimize import emit_object
+    from intentc.resources import runtime_dir
+
+    compiled = compile_source(text, shown, target, cpu, sanitize=tuple(sanitize), timer=timer, module=plan.module)
+    files = {}
+    if "module.ll" in plan.finals:  # before the object: emitting it lets LLVM's code generator change the module
+        files["module.ll"] = str(compiled.optimized).encode("utf-8")
+    for role in plan.finals:
+        if role.startswith("artifact"):
+            with timer.stage("emit object"):
+                obj = emit_object(compiled.optimized, compiled.spec)
+            make = {".so": link.link_shared, ".o": link.link_relocatable, ".a": link.archive}[plan.kind]
+            with timer.stage("link"), tempfile.TemporaryDirectory(prefix="intentc-out-") as tmp:
+                # Linked under the output's own name: what a linker records of it (a soname) is the same.
+                linked = Path(tmp) / plan.finals[role].name
+                try:
+                    make(obj, linked, compiled.spec)
+                except link.LinkError as exc:
+                    raise error(str(exc)) from None
+                files[role] = linked.read_bytes()
+        elif role == "header.h":
+            files[role] = render_header(compiled.manifest, plan.module).encode("utf-8")
+        elif role == "intent_runtime.h":
+            files[role] = (runtime_dir() / "intent_runtime.h").read_bytes()
+    return files
+
+
+def compile_text(source_text: str, name: str = "kernels", target: str | None = None, cpu: str = "native",
+                 sanitize: tuple[str, ...] = (), cache: bool | None = None) -> Path:
+    """A shared library built from ``source_text`` (messages name it ``<name>.intent``), at a
+    path of its own for each content and flags: the cache entry's file, or, with the cache
+    off, a new temporary folder. Loading it never returns a library loaded from an older text."""
+    import tempfile
+
+    if not isinstance(source_text, str):
+        raise TypeError(f"expected Intent source text, got {type(source_text).__name__}")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
+        raise ValueError(f"name must be an identifier (it names the module), got {name!r}")
+    if str(target or "").startswith("sm_"):
+        raise ValueError("intentc.compile builds a shared library for a CPU target; for PTX run "
+                         "`intentc build K.intent --target sm_90 -o K.ptx` (docs/ptx-abi.md)")
+    use_cache = build_cache.enabled() if cache is None else cache
+    shown = f"{name}.intent"
+    output = Path(f"{name}.so")
+    plan = _Plan(".so", {"artifact.so": output}, name)
+    key = _cache_key(source_text, shown, plan, output, target, cpu, sanitize)
+    if use_cache:
+        hit = build_cache.lookup(key)
+        if hit is not None and set(hit) == set(plan.finals):
+            return hit["artifact.so"]
+    files = _compile_files(source_text, shown, plan, target, cpu, sanitize, StageTimer())
+    if use_cache:
+        stored = build_cache.store(key, files)
+        if stored is not None:
+            return stored["artifact.so"]
+    folder = Path(tempfile.mkdtemp(prefix=f"intentc-{key[:12]}-"))
+    (folder / output.name).write_bytes(files["artifact.so"])
+    return folder / output.name
 
 
 class _Artifacts:
@@ -213,7 +424,7 @@ class _Artifacts:
 
     def __init__(self):
         self._staged: list[tuple[Path, Path]] = []  # (temporary, final)
-        self._folders: list[Path] = []
+        self._kept: list[Path] = []  # finals that already held their content
 
     def __enter__(self) -> "_Artifacts":
         return self
@@ -221,8 +432,6 @@ class _Artifacts:
     def __exit__(self, kind, exc, tb) -> bool:
         for temporary, _ in self._staged:
             temporary.unlink(missing_ok=True)
-        for folder in self._folders:
-            shutil.rmtree(folder, ignore_errors=True)
         if isinstance(exc, OSError):
             raise _cannot_write(getattr(exc, "filename", None), exc) from None
         return False
@@ -236,32 +445,58 @@ class _Artifacts:
         self._staged.append((temporary, final))
         return temporary
 
-    def write(self, final: Path, data: bytes) -> None:
+    def write(self, final: Path, data: bytes, keep_unchanged: bool = False) -> None:
+        """Stage ``data`` as ``final``'s content; with ``keep_unchanged``, a ``final`` that
+        already holds these bytes is left as it is (its modification time too)."""
+        if keep_unchanged and _holds(final, data):
+            self._kept.append(final)
+            return
         self.stage(final).write_bytes(data)
 
-    def adopt(self, written: Path, final: Path) -> None:
-        """A file already written (in a folder of ``stage_folder``) that becomes ``final``."""
-        self._staged.append((written, final))
-
-    def stage_folder(self, near: Path) -> Path:
-        """A new empty folder beside ``near``, removed with the build's other temporary files."""
-        import tempfile
-
-        try:
-            near.parent.mkdir(parents=True, exist_ok=True)
-            folder = Path(tempfile.mkdtemp(prefix=f".{near.name[:40]}.", suffix=".tmp", dir=near.parent))
-        except OSError as exc:
-            raise _cannot_write(near, exc) from None
-        self._folders.append(folder)
-        return folder
-
-    def commit(self) -> list[Path]:
-        done = []
-        for temporary, final in self._staged:
-            os.replace(temporary, final)
-            done.append(final)
+    def commit(self, lock: Path | None = None) -> list[Path]:
+        """Rename every staged file into place; return the files written (those kept as
+        they were are not among them). ``lock``: the output whose lock the renames hold, so
+        that concurrent builds of one output replace the whole set one after the other."""
+        with _output_lock(lock):
+            done = []
+            for temporary, final in self._staged:
+                os.replace(temporary, final)
+                done.append(final)
         self._staged = []
         return done
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _output_lock(output: Path | None):
+    """An exclusive lock named after ``output``'s absolute path, in the cache folder (no lock
+    file lands beside the artifacts). Where no lock can be taken the renames go ahead unlocked."""
+    handle = None
+    if output is not None:
+        try:
+            import fcntl
+            import hashlib
+
+            folder = build_cache.root() / "locks"
+            folder.mkdir(parents=True, exist_ok=True)
+            name = hashlib.sha256(os.fsencode(os.path.abspath(output))).hexdigest()[:32]
+            handle = open(folder / name, "a")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except (OSError, ImportError):
+            if handle is not None:
+                handle.close()
+            handle = None
+    try:
+        yield
+    finally:
+        if handle is not None:
+            handle.close()  # releases the lock
 
 
 def _cannot_write(path, exc: OSError) -> CompileError:
@@ -274,8 +509,11 @@ def _laws_on_gpu():
                  hint="run the laws sanitizer on a CPU build of the same source (x86-64 or AArch64)")
 
 
-def _build_ptx(source: Path, output: Path, target: str | None, depfile) -> list[Path]:
+def _build_ptx(source: Path, output: Path, target: str | None, depfile, shown: str, timer: StageTimer,
+               cache: bool = False) -> list[Path]:
     """``K.ptx`` and its manifest ``K.ptx.json`` for a GPU target (docs/ptx-abi.md)."""
+    import tempfile
+
     from intentc.codegen.depfile import depfile_bytes
     from intentc.codegen.emit_llvm import UnsupportedError
     from intentc.codegen.emit_nvptx import write_ptx
@@ -286,17 +524,34 @@ def _build_ptx(source: Path, output: Path, target: str | None, depfile) -> list[
     if output.suffix != ".ptx":
         raise error(f"target {target} produces PTX, not '{display_path(output.name)}'", hint="name the output .ptx")
     deps = depfile_bytes(output, [source]) if depfile is not None else None
-    compiled = compile_source(read_source(source), str(source), target)
-    with _Artifacts() as artifacts:
-        # write_ptx names the PTX in its manifest: write both under their final names in a
-        # folder of their own, then rename them beside each other.
-        folder = artifacts.stage_folder(output)
-        try:
-            written = write_ptx(compiled, folder / output.name)
-        except UnsupportedError as exc:
-            raise error(f"not supported on target {target}: {exc}", rule="T7") from None
-        for path in written:
-            artifacts.adopt(path, output.parent / path.name)
+    with timer.stage("read"):
+        text = _read_quickly(source)
+    module = module_name(str(source))
+    files, key = None, None
+    if cache:
+        with timer.stage("cache lookup"):
+            key = build_cache.Key().add("source", text).add("path", shown).add("module", module)
+            key = key.add("kind", ".ptx").add("output", output.name).add("target", str(target))
+            key = key.add_toolchain("native").hexdigest()
+            hit = build_cache.lookup(key)
+            if hit is not None and output.name in hit:
+                files = {name: path.read_bytes() for name, path in hit.items()}
+    if files is None:
+        compiled = compile_source(text, shown, target, timer=timer, module=module)
+        # write_ptx names the PTX in its manifest: both are written under their final names
+        # in a folder of their own.
+        with timer.stage("emit PTX"), tempfile.TemporaryDirectory(prefix="intentc-ptx-") as tmp:
+            try:
+                written = write_ptx(compiled, Path(tmp) / output.name)
+            except UnsupportedError as exc:
+                raise error(f"not supported on target {target}: {exc}", rule="T7") from None
+            files = {path.name: path.read_bytes() for path in written}
+        if cache:
+            with timer.stage("cache store"):
+                build_cache.store(key, files)
+    with timer.stage("write"), _Artifacts() as artifacts:
+        for name, data in files.items():
+            artifacts.write(output.parent / name, data)
         if deps is not None:
             artifacts.write(Path(depfile), deps)
-        return artifacts.commit()
+        return artifacts.commit(lock=output)

@@ -1,7 +1,8 @@
-"""Locates the files intentc carries: the grammar, the C runtime sources, the Make and CMake files.
+"""Locates the files intentc carries: the grammar, the C runtime sources, the Make and CMake
+files and the documentation that messages name.
 
 An installed package holds them under ``intentc/_data``; a source checkout keeps
-them at the repository root (``grammar/``, ``runtime_c/``, ``make/``, ``cmake/``).
+them at the repository root (``grammar/``, ``runtime_c/``, ``make/``, ``cmake/``, ``docs/``).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def data_dir(name: str) -> Path:
-    """Return the folder ``name`` ("grammar", "runtime_c", "make" or "cmake")."""
+    """Return the folder ``name`` ("grammar", "runtime_c", "make", "cmake" or "docs")."""
     for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
         if candidate.is_dir():
             return candidate
@@ -24,3 +25,21 @@ def grammar_path() -> Path:
 
 def runtime_dir() -> Path:
     return data_dir("runtime_c")
+
+
+def docs_dir() -> Path:
+    """The folder of intentc's documentation (``docs/`` of a checkout, ``_data/docs`` installed)."""
+    return data_dir("docs")
+
+
+def doc_reference(name: str) -> str:
+    """How a message names the document ``name`` (e.g. "targets.md"): ``docs/NAME`` where that
+    is where it lies (a source checkout), else the path of the copy installed with the package,
+    so that a hint always names a file that exists."""
+    try:
+        folder = docs_dir()
+    except FileNotFoundError:
+        return f"docs/{name}"
+    if folder == _PACKAGE.parent / "docs":
+        return f"docs/{name}"
+    return str(folder / name)

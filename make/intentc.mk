@@ -5,15 +5,23 @@
 #     INTENTC_OUTPUTS := kernels.so             # outputs whose depfiles Make should read
 #     include $(shell intentc --make-dir)/intentc.mk
 #
-#     app: app.c kernels.so                     # kernels.so's rule also writes kernels.h
-#     	$(CC) -I. -o $@ app.c ./kernels.so
+#     app.o: app.c kernels.h                    # kernels.so's build also writes kernels.h
+#     app: app.o kernels.so
+#     	$(CC) -o $@ app.o ./kernels.so
 #
-# Pattern rules (every one also writes OUTPUT.d, the dependencies intentc saw):
+# Pattern rules: one intentc run per library writes the library, OUTPUT.d (the dependencies
+# intentc saw) and the header with intent_runtime.h beside it:
 #
-#     %.so: %.intent     shared library, plus %.h and intent_runtime.h beside it
-#     %.a:  %.intent     static archive (kernels + runtime), plus the header
-#     %.o:  %.intent     relocatable object (kernels + runtime), plus the header
-#     %.h:  %.intent     the header only
+#     %.so: %.intent     shared library
+#     %.a:  %.intent     static archive (kernels + runtime)
+#     %.o:  %.intent     relocatable object (kernels + runtime)
+#     %.h:  %.intent     the header alone, when no library of the same stem is built
+#
+# intentc rewrites a header only when its content changes, so an edit of the kernels that
+# keeps their signatures rebuilds the library and relinks, but recompiles nothing that
+# includes the header. The header's rule depends on the library (the first of .so, .a, .o
+# that the Makefile names or that exists) and runs no intentc: it only rebuilds a header
+# that was deleted.
 #
 # Settings, global or per output (`kernels_arm.so: INTENTC_TARGET = aarch64-linux-gnu`):
 
@@ -25,9 +33,12 @@ INTENTC_FLAGS ?=
 # The full command of one build; $@ is the output and $< the .intent source.
 INTENTC_BUILD = $(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) \
     --depfile "$@.d" $(INTENTC_FLAGS)
+# The header alone ($@), from the .intent source named second among the prerequisites.
+INTENTC_HEADER = $(INTENTC) build "$(word 2,$^)" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) \
+    $(INTENTC_FLAGS)
 
 %.so: %.intent
-	$(INTENTC_BUILD)
+	$(INTENTC_BUILD) --emit-header
 
 %.a: %.intent
 	$(INTENTC_BUILD) --emit-header
@@ -35,8 +46,19 @@ INTENTC_BUILD = $(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $
 %.o: %.intent
 	$(INTENTC_BUILD) --emit-header
 
+# Make checks the header's modification time again after these rules: an unchanged header
+# leaves what includes it up to date.
+%.h: %.so %.intent
+	@test -f "$@" || $(INTENTC_HEADER)
+
+%.h: %.a %.intent
+	@test -f "$@" || $(INTENTC_HEADER)
+
+%.h: %.o %.intent
+	@test -f "$@" || $(INTENTC_HEADER)
+
 %.h: %.intent
-	$(INTENTC_BUILD)
+	$(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) $(INTENTC_FLAGS)
 
 # The depfiles of earlier builds: each says `OUTPUT: SOURCE <intentc's runtime files>`.
 # Reading them must not change the Makefile's default goal.

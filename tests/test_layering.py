@@ -40,6 +40,7 @@ ALLOWED = {
 PACKAGES = {"base": "base", "parse": "parse", "kir": "kir", "sema": "sema", "interp": "interp", "lower": "lower",
             "codegen": "codegen"}  # intentc.<package>.* -> stage
 TOP_LEVEL = {"source": "base", "diagnostics": "base", "resources": "base", "driver": "top", "cli": "top",
+             "build_cache": "top",
              "loader": "top", "ptx_loader": "top", "__main__": "top"}  # intentc.<module> -> stage
 
 

@@ -1,7 +1,10 @@
 """A C consumer project (tests/build_systems/consumer) built with intentc's Make rules and
 with its CMake package: it calls saxpy through the static and the shared library and
 checks the result. A second build does nothing; touching the .intent file re-runs intentc;
-the build system has read intentc's depfile (the runtime files are dependencies)."""
+the build system has read intentc's depfile (the runtime files are dependencies). An edit of
+the kernel's body rebuilds the libraries and relinks but recompiles no C source (the header is
+unchanged, so not rewritten); an edit of the interface recompiles them. One intentc run per
+library writes its header too; find_package(intentc 0.1) checks the version."""
 from __future__ import annotations
 
 import os
@@ -61,9 +64,29 @@ def check_programs(programs: list[Path], env: dict, cwd: Path) -> None:
         assert run([program], cwd, env).strip() == "PASS saxpy"
 
 
-def make_newer(path: Path, than: Path) -> None:
-    later = than.stat().st_mtime + 5
-    os.utime(path, (later, later))
+def age(*folders: Path) -> None:
+    """Move every file under ``folders`` 10 s into the past, so that a file written now is
+    newer than all of them whatever the file system's time resolution (and none is in the future)."""
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                info = path.stat()
+                os.utime(path, ns=(info.st_atime_ns - 10**10, info.st_mtime_ns - 10**10))
+
+
+def edit(source: Path, old: str, new: str) -> None:
+    text = source.read_text()
+    assert old in text
+    source.write_text(text.replace(old, new))
+
+
+def stamps(paths: list[Path]) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in paths}
+
+
+BODY_EDIT = ("return a * x + y", "return y + a * x")  # the same signature: the same header
+INTERFACE_EDIT = ("return y + a * x", "return y + a * x\n\n\n@intent.kernel\n"
+                  "def twice(x: f32[N]) -> f32[N]:\n    return x + x\n")
 
 
 def test_make(project, tmp_path):
@@ -73,7 +96,7 @@ def test_make(project, tmp_path):
     run(["make"], folder, env)
     assert sorted(builds(log)) == sorted([
         "build saxpy.intent -o saxpy.a --target host --cpu native --depfile saxpy.a.d --emit-header",
-        "build saxpy.intent -o saxpy.so --target host --cpu native --depfile saxpy.so.d"])
+        "build saxpy.intent -o saxpy.so --target host --cpu native --depfile saxpy.so.d --emit-header"])
     check_programs([folder / "app_static", folder / "app_shared"], env, tmp_path)
 
     assert "Nothing to be done" in run(["make"], folder, env)
@@ -83,9 +106,32 @@ def test_make(project, tmp_path):
     rule = next(line for line in database.splitlines() if line.startswith("saxpy.a: "))
     assert RUNTIME_HEADER in rule, "the depfile of saxpy.a was not included"
 
-    make_newer(folder / "saxpy.intent", folder / "saxpy.so")
+    age(folder)
+    os.utime(folder / "saxpy.intent")  # now: newer than every output, none in the future
     run(["make"], folder, env)
     assert len(builds(log)) == 4, "touching saxpy.intent must rebuild both libraries"
+    check_programs([folder / "app_static", folder / "app_shared"], env, tmp_path)
+
+    outputs = [folder / n for n in ("saxpy.h", "app.o", "saxpy.so", "saxpy.a", "app_static", "app_shared")]
+    age(folder)
+    before = stamps(outputs)
+    edit(folder / "saxpy.intent", *BODY_EDIT)
+    run(["make"], folder, env)
+    after = stamps(outputs)
+    assert len(builds(log)) == 6, "one intentc run per library"
+    assert after["saxpy.h"] == before["saxpy.h"] and after["app.o"] == before["app.o"], \
+        "an unchanged header must not recompile app.o"
+    assert all(after[n] > before[n] for n in ("saxpy.so", "saxpy.a", "app_static", "app_shared"))
+    check_programs([folder / "app_static", folder / "app_shared"], env, tmp_path)
+    run(["make"], folder, env)
+    assert stamps(outputs) == after and len(builds(log)) == 6, "a no-op make must rebuild nothing"
+
+    age(folder)
+    after = stamps(outputs)
+    edit(folder / "saxpy.intent", *INTERFACE_EDIT)
+    run(["make"], folder, env)
+    assert len(builds(log)) == 8 and "twice" in (folder / "saxpy.h").read_text()
+    assert all(stamps(outputs)[n] > after[n] for n in stamps(outputs)), "a new interface recompiles app.o"
     check_programs([folder / "app_static", folder / "app_shared"], env, tmp_path)
 
 
@@ -112,16 +158,80 @@ def test_cmake(project, tmp_path, generator, tool):
                 and RUNTIME_HEADER in p.read_text(errors="replace")]
     assert recorded, "no trace of intentc's depfile in CMake's dependency files"
 
-    make_newer(folder / "saxpy.intent", build / "intentc" / "saxpy_shared" / "libsaxpy.so")
+    age(folder, build)
+    os.utime(folder / "saxpy.intent")
     run(["cmake", "--build", build], tmp_path, env)
     assert len(builds(log)) == 4, "touching saxpy.intent must rebuild both libraries"
     check_programs([build / "app_static", build / "app_shared"], env, tmp_path)
+
+    objects = sorted((build / "CMakeFiles").rglob("app.c.o"))
+    headers = sorted((build / "intentc").rglob("saxpy.h"))
+    programs = [build / "app_static", build / "app_shared"]
+    assert len(objects) == 2 and len(headers) == 2
+    age(folder, build)
+    before = stamps(objects + headers + programs)
+    edit(folder / "saxpy.intent", *BODY_EDIT)
+    run(["cmake", "--build", build], tmp_path, env)
+    after = stamps(objects + headers + programs)
+    assert len(builds(log)) == 6, "one intentc run per library"
+    assert all(after[p.name] == before[p.name] for p in objects + headers), "an unchanged header recompiles nothing"
+    assert all(after[p.name] > before[p.name] for p in programs)
+    check_programs(programs, env, tmp_path)
+    run(["cmake", "--build", build], tmp_path, env)
+    assert len(builds(log)) == 6 and stamps(objects + headers + programs) == after, "a no-op build rebuilds nothing"
+
+    age(folder, build)
+    after = stamps(objects + headers + programs)
+    edit(folder / "saxpy.intent", *INTERFACE_EDIT)
+    run(["cmake", "--build", build], tmp_path, env)
+    assert len(builds(log)) == 8
+    assert all(stamps(objects)[p.name] > after[p.name] for p in objects), "a new interface recompiles app.c"
+    check_programs(programs, env, tmp_path)
+
+
+VERSION_PROBE = """
+set(PACKAGE_FIND_VERSION "${WANT}")
+string(REPLACE "." ";" _parts "${WANT}.0.0")
+list(GET _parts 0 PACKAGE_FIND_VERSION_MAJOR)
+list(GET _parts 1 PACKAGE_FIND_VERSION_MINOR)
+include("${DIR}/intentcConfigVersion.cmake")
+message("version=${PACKAGE_VERSION} compatible=${PACKAGE_VERSION_COMPATIBLE} exact=${PACKAGE_VERSION_EXACT}")
+"""
+
+
+@pytest.mark.parametrize("want,compatible", [("0.1", True), ("0.1.0", True), ("0.0.9", False), ("0.2", False),
+                                             ("1.0", False)])
+def test_the_cmake_version_file(tmp_path, want, compatible):
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    import intentc
+
+    probe = tmp_path / "probe.cmake"
+    probe.write_text(VERSION_PROBE)
+    proc = subprocess.run(["cmake", f"-DWANT={want}", f"-DDIR={REPO / 'cmake'}", "-P", probe],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert f"version={intentc.__version__} compatible={'TRUE' if compatible else 'FALSE'}" in proc.stderr
+
+
+def test_the_cmake_version_file_of_an_installed_package(tmp_path):
+    """Installed, the CMake files lie in intentc/_data/cmake/ and the version in intentc/__init__.py."""
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    folder = tmp_path / "intentc" / "_data" / "cmake"
+    folder.mkdir(parents=True)
+    shutil.copyfile(REPO / "cmake" / "intentcConfigVersion.cmake", folder / "intentcConfigVersion.cmake")
+    (tmp_path / "intentc" / "__init__.py").write_text('"""x"""\n__version__ = "0.3.2"\n')
+    probe = tmp_path / "probe.cmake"
+    probe.write_text(VERSION_PROBE)
+    proc = subprocess.run(["cmake", "-DWANT=0.3", f"-DDIR={folder}", "-P", probe], capture_output=True, text=True)
+    assert "version=0.3.2 compatible=TRUE exact=FALSE" in proc.stderr, proc.stderr
 
 
 def test_cmake_dir_and_make_dir_print_the_package_folders(project):
     _, _, env = project
     cmake_dir = Path(run(["intentc", "--cmake-dir"], REPO, env).strip())
-    assert (cmake_dir / "intentcConfig.cmake").is_file()
+    assert (cmake_dir / "intentcConfig.cmake").is_file() and (cmake_dir / "intentcConfigVersion.cmake").is_file()
     make_dir = Path(run(["intentc", "--make-dir"], REPO, env).strip())
     assert (make_dir / "intentc.mk").is_file()
 

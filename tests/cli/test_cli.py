@@ -248,9 +248,11 @@ def test_version():
 
 
 def test_help():
-    proc = _ok(intentc_cli())
+    proc = _ok(intentc_cli("--help"))
     for command in ("build", "check", "explain"):
         assert command in proc.stdout
+    bare = intentc_cli()  # a usage error: the help on stderr, exit 2 (docs/cli.md)
+    assert bare.returncode == 2 and all(command in bare.stderr for command in ("build", "check", "explain"))
 
 
 @pytest.mark.parametrize("args, code, words", [
