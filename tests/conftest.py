@@ -40,6 +40,15 @@ import intentc  # noqa: E402
 # Every test verifies the IR after every lowering pass, the physical program included
 # (docs/architecture.md); normal builds verify the physical program only under --verify-each.
 os.environ.setdefault("INTENTC_VERIFY_EACH", "1")
+# Builds through the CLI use the build cache: the suite keeps its own, fresh for each run (and
+# for each xdist worker's process tree), so no test reads or fills the user's cache.
+if "INTENTC_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["INTENTC_CACHE_DIR"] = tempfile.mkdtemp(prefix="intentc-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["INTENTC_CACHE_DIR"], True)  # by the process that made it
 
 # The ULP bound between the compiled code's libm and the interpreter's C pow for float **
 # (docs/testing.md). Every other float operation must match bit for bit: exp, log and tanh
