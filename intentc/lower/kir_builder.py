@@ -432,7 +432,22 @@ class KirBuilder:
         return size, blocks
 
     def blocked_fold(self, count: Value, identity, element, combine: Block, span, ordered=False) -> list[Value]:
+        """The fold of ``element(t)``, t in [0, count), in blocks of ``block_size`` folded in
+        parallel, then the block totals in order (T1). One block (``count <= MIN_BLOCK``) is
+        folded directly, without the totals' buffer or a parallel loop: ``identity`` combined
+        with the one total is that total, so the value is the same."""
         size, blocks = self.block_size(count)
+        single = self.emit("cmp", [blocks, self.c(1)], [BOOL], {"pred": "le"}).result
+        then = self.with_block([], lambda: self.fold(count, identity, element, combine, span, ordered))
+        other = self.with_block([], lambda: self._fold_blocks(count, size, blocks, identity, element, combine, span,
+                                                                 ordered))
+        op = Op("if", [single], [v.type for v in identity], None, [then, other], span)
+        self.out.append(op)
+        for result in op.results:
+            self.defs[id(result)] = op
+        return list(op.results)
+
+    def _fold_blocks(self, count, size, blocks, identity, element, combine: Block, span, ordered) -> list[Value]:
         totals = [self.buffer(v.type, [blocks], span) for v in identity]
 
         def body(points):
