@@ -91,6 +91,7 @@ class KirBuilder:
                 self.defs[id(result)] = op
         self.out: list[Op] = []  # where new ops are appended
         self.depth = 0  # how many parallel loops enclose the op being expanded
+        self.ordered_depth = 0  # how many ordered loops (for, while) enclose it
         # The extents sema already read at entry, so that equal extents stay the same value.
         self.entry_dims: dict[tuple[int, int], Value] = {}
         for op in func.body.ops:
@@ -433,10 +434,14 @@ class KirBuilder:
 
     def blocked_fold(self, count: Value, identity, element, combine: Block, span, ordered=False) -> list[Value]:
         """The fold of ``element(t)``, t in [0, count), in blocks of ``block_size`` folded in
-        parallel, then the block totals in order (T1). One block (``count <= MIN_BLOCK``) is
-        folded directly, without the totals' buffer or a parallel loop: ``identity`` combined
-        with the one total is that total, so the value is the same."""
+        parallel, then the block totals in order (T1). Inside an ordered loop (run once per
+        iteration, where the blocks' buffer and parallel loop cost most), one block
+        (``count <= MIN_BLOCK``) is folded directly, without them: ``identity`` combined with
+        the one total is that total, so the value is the same. At the top of a kernel the
+        blocked form stays whole (the GPU target launches its blocks as a grid phase)."""
         size, blocks = self.block_size(count)
+        if self.ordered_depth == 0:
+            return self._fold_blocks(count, size, blocks, identity, element, combine, span, ordered)
         single = self.emit("cmp", [blocks, self.c(1)], [BOOL], {"pred": "le"}).result
         then = self.with_block([], lambda: self.fold(count, identity, element, combine, span, ordered))
         other = self.with_block([], lambda: self._fold_blocks(count, size, blocks, identity, element, combine, span,

@@ -166,13 +166,16 @@ class _Expander:
                 replace[id(op.result)] = b.extent(op.operands[0], op.attrs["axis"])
                 continue
             inside = op.name == "parallel"
+            ordered = op.name in ("for", "while")
             b.depth += inside
+            b.ordered_depth += ordered
             try:
                 for region in op.regions:
                     _replace_in(region, replace)
                     region.ops = self._block(region)
             finally:
                 b.depth -= inside
+                b.ordered_depth -= ordered
             b.out.append(op)
         result = b.out
         b.out, b.windows, b.position = saved, saved_windows, saved_position
