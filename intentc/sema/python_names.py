@@ -28,9 +28,9 @@ def _call(node: ast.Call, name: str, args) -> ast.Call:
 
 def _no_keywords(node: ast.Call, name: str) -> None:
     if node.keywords:
-        raise error(f"{name}(...) takes no keyword arguments here", node.keywords[0].span,
-                    hint=f"write the Intent builtin with its keywords, e.g. I.{'min' if name == 'min' else name}"
-                         f"(x, axis=0)" if name in ("min", "max") else None)
+        hint = f"write the Intent builtin with its keywords, e.g. I.{name}(x, axis=0)" if name in ("min", "max") \
+            else None
+        raise error(f"{name}(...) takes no keyword arguments here", node.keywords[0].span, hint=hint)
 
 
 def _range(b, node: ast.Call):
