@@ -1,4 +1,4 @@
-"""Copies the grammar, the C runtime and the Make and CMake files and the docs into the package so that
+"""Copies the grammar, the C runtime and the Make and CMake files, the docs and the language spec into the package so that
 an installed intentc carries them."""
 import shutil
 from pathlib import Path
@@ -8,7 +8,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent
 CARRIED = {"grammar": ("*.lark",), "runtime_c": ("*.c", "*.h"), "make": ("*.mk",), "cmake": ("*.cmake",),
-           "docs": ("*.md",)}
+           "docs": ("*.md",), "spec": ("*.md", "*.txt")}
 
 
 class BuildWithData(build_py):

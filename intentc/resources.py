@@ -1,8 +1,8 @@
 """Locates the files intentc carries: the grammar, the C runtime sources, the Make and CMake
-files and the documentation that messages name.
+files, the documentation that messages name and the language spec it cites.
 
 An installed package holds them under ``intentc/_data``; a source checkout keeps
-them at the repository root (``grammar/``, ``runtime_c/``, ``make/``, ``cmake/``, ``docs/``).
+them at the repository root (``grammar/``, ``runtime_c/``, ``make/``, ``cmake/``, ``docs/``, ``spec/``).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def data_dir(name: str) -> Path:
-    """Return the folder ``name`` ("grammar", "runtime_c", "make", "cmake" or "docs")."""
+    """Return the folder ``name`` ("grammar", "runtime_c", "make", "cmake", "docs" or "spec")."""
     for candidate in (_PACKAGE / "_data" / name, _PACKAGE.parent / name):
         if candidate.is_dir():
             return candidate

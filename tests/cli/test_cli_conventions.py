@@ -87,6 +87,20 @@ def test_documents_named_by_messages_exist_and_are_shipped():
     assert result.exit_code == 0 and (Path(result.output.strip()) / "cli.md").is_file()
 
 
+def test_every_file_the_docs_cite_is_in_the_repository_and_the_spec_is_shipped():
+    """The docs cite the language spec (`spec/logical-program.md`) and each other by path: each
+    cited path is a file of the repository, and the spec travels with an installed package."""
+    cited = set()
+    for path in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]:
+        cited |= set(re.findall(r"`((?:spec|docs)/[A-Za-z0-9_.-]+\.(?:md|txt))`", path.read_text()))
+    assert "spec/logical-program.md" in cited, "the docs no longer cite the spec: the test would prove nothing"
+    missing = sorted(name for name in cited if not (REPO / name).is_file() and "NAME" not in name)
+    assert not missing, f"the docs cite files that are not in the repository: {missing}"
+    assert (REPO / "spec" / "logical-program.zh.txt").is_file()  # the authoritative original beside it
+    assert '"spec": ("*.md", "*.txt")' in (REPO / "setup.py").read_text()
+    assert "_data/spec/*.md" in (REPO / "pyproject.toml").read_text()
+
+
 def test_doc_reference_names_the_installed_copy(tmp_path, monkeypatch):
     from intentc import resources
 
