@@ -390,7 +390,13 @@ def _buffer(b, name: str, node: ast.Call):
                 raise error(f"an extent cannot be negative ({n})", e.span, rule="M2", hint="use an extent >= 0")
             extents.append(n)
         else:
-            extents.append(b.as_index(value, e.span))
+            extent = b.as_index(value, e.span)
+            # A run-time extent is checked where the buffer is made: a negative one would otherwise
+            # reach the allocator as a huge unsigned size (M2).
+            ok = b.emit("cmp", [extent, b.const(0, INDEX, e.span)], [BOOL], {"pred": "ge"}, span=e.span).result
+            b.emit("assert_true", [ok, extent], span=e.span, attrs={
+                "what": f"I.buffer: extent %lld on axis {len(extents)} is negative", "rule": "M2", "code": "shape"})
+            extents.append(extent)
     if not extents:
         raise error("a buffer has at least one axis", node.args[1].span, rule="M2", hint="use I.buffer(f32, [1], ...)")
     fill = b.scalar_of(b.expr(kwargs["fill"]), dtype, kwargs["fill"].span, "the fill")

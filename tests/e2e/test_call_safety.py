@@ -41,6 +41,11 @@ def grid(x: u8[R], y: u8[C], out: mut u8[4]):
 @intent.kernel
 def permute(x: f32[N], perm: i64[N], out: mut f32[N]):
     I.scatter(out, perm, x, unique=True)
+
+@intent.kernel
+def scratch_rows(x: f32[N], rows: i64, cols: i64) -> f32[N]:
+    b = I.buffer(f32, [rows * cols], fill=1.0)
+    return x + b[0]
 """
 
 
@@ -219,3 +224,17 @@ def test_unique_sanitizer_refusal_leaves_outputs_untouched(kernels):
     np.testing.assert_array_equal(out, before)
     sanitized.permute(x, np.array([3, 0, 5, 1, 4, 2]), out)  # a correct call still writes
     np.testing.assert_array_equal(out, [2, 4, 6, 1, 5, 3])
+
+
+def test_a_negative_buffer_extent_is_a_located_shape_error(kernels):
+    """A run-time I.buffer extent below zero fails where the buffer is made (M2), with the
+    source location, on both sides; it never reaches the allocator as a huge unsigned size."""
+    x = np.ones(4, np.float32)
+    for side, call in sides(kernels, "scratch_rows"):
+        np.testing.assert_array_equal(call(x, 2, 3), x + 1, err_msg=side)
+        for rows, cols in ((-1, 5), (2 ** 61, 4)):  # the second wraps to -2**63 (integers wrap)
+            with pytest.raises(intentc.KernelError) as info:
+                call(x, rows, cols)
+            assert info.value.code == E_SHAPE, side
+            assert "I.buffer: extent" in str(info.value) and "is negative" in str(info.value), side
+            assert "k.intent:" in str(info.value), side
