@@ -32,11 +32,11 @@ import numpy as np
 
 from intentc.base import math_catalog
 from intentc.base.status import E_BOUNDS, E_DOMAIN, E_SHAPE, KernelError
-from intentc.interp.numeric import (Domain, binary, cast, compare, fused_multiply_add, int_to_float, numpy_dtype,
-                                    scalar_of, unary, wrap)
+from intentc.interp.numeric import (MAX_LENGTH, Domain, binary, cast, compare, fused_multiply_add, int_to_float,
+                                    numpy_dtype, scalar_of, unary, wrap)
 from intentc.kir.contract_spec import parse_spec
 from intentc.kir.core import Op, Value
-from intentc.kir.types import DTYPES, TensorType, element_dtype
+from intentc.kir.types import DTYPES, INDEX, TensorType, element_dtype
 
 
 def _is_tensor(value: Value) -> bool:
@@ -106,7 +106,11 @@ def _op_domain(it, op: Op, env: dict):
     begin, end, step = (env[id(v)] for v in op.operands)
     if step <= 0:
         raise KernelError(E_DOMAIN, f"{it.kernel_name}: a domain step must be positive, got {step}{it.where(op)}")
-    env[id(op.result)] = Domain(begin, end, step)
+    domain = Domain(begin, end, step)
+    if domain.length > MAX_LENGTH:
+        raise KernelError(E_DOMAIN, f"{it.kernel_name}: the domain [{begin}, {end}) by {step} has more than "
+                                    f"2^63 - 1 members (D1){it.where(op)}")
+    env[id(op.result)] = domain
 
 
 def _op_dim(it, op: Op, env: dict):
@@ -116,7 +120,9 @@ def _op_dim(it, op: Op, env: dict):
 
 def _op_dom_query(it, op: Op, env: dict):
     d = env[id(op.operands[0])]
-    env[id(op.result)] = {"dom_begin": d.begin, "dom_end": d.end, "dom_step": d.step,
+    # An empty subregion's first member may lie past 2^63 - 1; read as an index it wraps, as
+    # the compiled code computes it.
+    env[id(op.result)] = {"dom_begin": wrap(d.begin, INDEX), "dom_end": d.end, "dom_step": d.step,
                           "dom_len": d.length}[op.name]
 
 

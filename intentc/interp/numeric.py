@@ -485,9 +485,9 @@ def scalar_of(value, dtype: DType):
 # =====================================================================================
 @dataclass(frozen=True)
 class Domain:
-    """``[begin, end)`` with ``step > 0`` (D1). ``length`` counts the points the way the
-    compiled code does, with index (64-bit) arithmetic: ``ceil((end - begin) / step)``,
-    or 0 when ``end - begin <= 0``."""
+    """``[begin, end)`` with ``step > 0`` (D1). ``length`` is exact for any 64-bit bounds:
+    ``ceil((end - begin) / step)``, or 0 when ``end <= begin`` (D3; a domain of more than
+    2^63 - 1 members is refused where it is made, ``MAX_LENGTH``)."""
 
     begin: int
     end: int
@@ -495,7 +495,7 @@ class Domain:
 
     @property
     def length(self) -> int:
-        diff = wrap(self.end - self.begin, _INDEX)
+        diff = self.end - self.begin
         return (diff - 1) // self.step + 1 if diff > 0 else 0
 
     def point(self, ordinal: int) -> int:
@@ -503,3 +503,4 @@ class Domain:
 
 
 _INDEX = DType("index", "index", 64)
+MAX_LENGTH = 2 ** 63 - 1  # the most members a domain may have: its length is an index

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from intentc.base import math_catalog
 from intentc.kir.core import Block, Function, Module, Op, Value
-from intentc.kir.types import BOOL, INDEX, TensorType
+from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.lower import program as P
 from intentc.lower.names import NameSupply
 
@@ -184,15 +184,26 @@ class _KernelLowering:
                                f"{self.func.name}: a domain step must be positive, got %lld{self.where(op)}",
                                (step,)))
         length = self.fresh("len", INDEX)
-        diff = P.Binary(INDEX, "sub", end, begin)
-        if step_const == 1:
-            count = P.Binary(INDEX, "max", diff, P.Const(INDEX, 0))
+        begin_const = self._const_value(op.operands[0])
+        if begin_const == 0:  # [0, end): end - 0 cannot wrap
+            diff = P.Binary(INDEX, "sub", end, begin)
+            if step_const == 1:
+                count = P.Binary(INDEX, "max", diff, P.Const(INDEX, 0))
+            else:
+                # ceil(diff / step) for diff > 0 without overflow: (diff - 1) / step + 1.
+                ceil = P.Binary(INDEX, "add", P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", diff, P.Const(INDEX, 1)),
+                                                        step), P.Const(INDEX, 1))
+                count = P.Select(INDEX, P.Compare(BOOL, "gt", diff, P.Const(INDEX, 0)), ceil, P.Const(INDEX, 0))
+            out.append(P.Assign(length, count))
         else:
-            # ceil(diff / step) for diff > 0 without overflow: (diff - 1) / step + 1.
-            ceil = P.Binary(INDEX, "add", P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", diff, P.Const(INDEX, 1)),
-                                                    step), P.Const(INDEX, 1))
-            count = P.Select(INDEX, P.Compare(BOOL, "gt", diff, P.Const(INDEX, 0)), ceil, P.Const(INDEX, 0))
-        out.append(P.Assign(length, count))
+            # Any 64-bit bounds: end - begin is up to 2^64 - 1, exact in unsigned arithmetic (D3).
+            count = P.Select(INDEX, P.Compare(BOOL, "gt", end, begin),
+                             _ordinal_ceil(P.Binary(INDEX, "sub", end, begin), step), P.Const(INDEX, 0))
+            out.append(P.Assign(length, count))
+            if step_const is None or step_const < 3:  # only steps 1 and 2 can count past 2^63 - 1
+                out.append(P.Check(P.Compare(BOOL, "ge", P.read(length), P.Const(INDEX, 0)), "INTENT_E_DOMAIN",
+                                   f"{self.func.name}: the domain [%lld, %lld) by %lld has more than 2^63 - 1 "
+                                   f"members (D1){self.where(op)}", (begin, end, step)))
         self.domains[id(op.result)] = (begin, end, step, P.read(length))
         return out
 
@@ -206,17 +217,14 @@ class _KernelLowering:
                    f"bounds are never clamped (D5){self.where(op)}")
         out: list[P.Stmt] = [P.Check(ok, "INTENT_E_BOUNDS", message, (a, b, src_begin, src_end))]
         begin = self.fresh("sub_begin", INDEX)
-        # The first source member at or after a: src_begin + ceil((a - src_begin) / step) * step.
-        offset = P.Binary(INDEX, "sub", a, src_begin)
-        steps = P.Binary(INDEX, "floordiv", P.Binary(INDEX, "add", offset, P.Binary(INDEX, "sub", step, P.Const(INDEX, 1))),
-                         step)
-        out.append(P.Assign(begin, P.Binary(INDEX, "add", src_begin, P.Binary(INDEX, "mul", steps, step))))
+        # Ordinals of the first source members at or after a and b: ceil((x - src_begin) / step),
+        # exact for any 64-bit bounds (the differences lie in [0, 2^64), unsigned arithmetic, D3).
+        first = self.fresh("sub_first", INDEX)
+        out.append(P.Assign(first, _ordinal_ceil(P.Binary(INDEX, "sub", a, src_begin), step)))
+        out.append(P.Assign(begin, P.Binary(INDEX, "add", src_begin, P.Binary(INDEX, "mul", P.read(first), step))))
         length = self.fresh("sub_len", INDEX)
-        diff = P.Binary(INDEX, "sub", b, P.read(begin))
-        ceil = P.Binary(INDEX, "add", P.Binary(INDEX, "floordiv", P.Binary(INDEX, "sub", diff, P.Const(INDEX, 1)), step),
-                        P.Const(INDEX, 1))
-        out.append(P.Assign(length, P.Select(INDEX, P.Compare(BOOL, "gt", diff, P.Const(INDEX, 0)), ceil,
-                                             P.Const(INDEX, 0))))
+        last = _ordinal_ceil(P.Binary(INDEX, "sub", b, src_begin), step)
+        out.append(P.Assign(length, P.Binary(INDEX, "sub", last, P.read(first))))
         self.domains[id(op.result)] = (P.read(begin), b, step, P.read(length))
         return out
 
@@ -437,3 +445,15 @@ def lower_atomic(lowering, op: Op) -> list:
     if op.results:
         return checks + lowering.assign(op.result, expr)
     return checks + [P.Assign(lowering.fresh("stored", sym.dtype), expr)]
+
+
+_U64 = DTYPES["u64"]
+
+
+def _ordinal_ceil(diff: P.Expr, step: P.Expr) -> P.Expr:
+    """ceil(diff / step) with ``diff`` read as an unsigned 64-bit count (0 for 0): the number of
+    members a domain of that span and step has, exact for every span up to 2^64 - 1."""
+    span, stride = P.Cast(_U64, diff), P.Cast(_U64, step)
+    ceil = P.Binary(_U64, "add", P.Binary(_U64, "floordiv", P.Binary(_U64, "sub", span, P.Const(_U64, 1)), stride),
+                    P.Const(_U64, 1))
+    return P.Cast(INDEX, P.Select(_U64, P.Compare(BOOL, "eq", span, P.Const(_U64, 0)), P.Const(_U64, 0), ceil))
