@@ -266,19 +266,23 @@ def _request_verify_each() -> None:
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--target", default="host", show_default=True,
+              help="The target whose lowering is checked too (what `build --target` would refuse).")
+@click.option("--cpu", default="native", show_default=True)
 @color_option
 @_diagnosed
-def check(source):
-    """Check SOURCE and print its diagnostics (exit 1 on errors)."""
-    from intentc.driver import frontend, read_source
+def check(source, target, cpu):
+    """Check SOURCE and print its diagnostics (exit 1 on errors): every error `build` would
+    report for the target, up to LLVM IR (no optimisation, no object code, nothing written)."""
+    from intentc.driver import compile_source, read_source
 
     try:
-        module = frontend(read_source(source), source)
+        compiled = compile_source(read_source(source), source, target=target, cpu=cpu, optimize_ir=False)
     except CompileError as exc:
         _fail(exc)
     from intentc.source import display_path
 
-    count = len(module.kernels)
+    count = len(compiled.kir.kernels)
     click.echo(f"{display_path(source)}: ok ({count} kernel{'s' if count != 1 else ''})")
 
 

@@ -240,6 +240,21 @@ def test_check_ok():
     assert proc.stdout.strip().endswith("ok (2 kernels)")
 
 
+def test_check_reports_what_build_would(tmp_path):
+    """`check` runs the lowering and the target's code generation too (no object code): an
+    error only the build would find is reported by `check` the same way, with the same
+    exit status (here bf16 arithmetic, which the CPU targets refuse, T7)."""
+    source = tmp_path / "bf.intent"
+    source.write_text("import intent as I\n\n@intent.kernel\ndef twice(x: bf16[N]) -> bf16[N]:\n    return x + x\n")
+    checked = intentc_cli("check", source, cwd=tmp_path)
+    built = intentc_cli("build", source, "-o", tmp_path / "bf.so", cwd=tmp_path)
+    assert checked.returncode == built.returncode == 1, (checked.stderr, built.stderr)
+    assert "error[T7]" in checked.stderr and checked.stderr == built.stderr
+    assert not (tmp_path / "bf.so").exists()
+    proc = _ok(intentc_cli("check", SAXPY, "--target", "sm_90"))
+    assert proc.stdout.strip().endswith("ok (1 kernel)")
+
+
 def test_version():
     proc = _ok(intentc_cli("--version"))
     assert proc.stdout.strip() == f"intentc, version {intentc.__version__}"

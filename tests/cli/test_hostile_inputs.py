@@ -185,7 +185,7 @@ def test_a_compiler_bug_is_reported_without_a_traceback(monkeypatch):
 
     from intentc import cli, driver
 
-    def broken(text, path):
+    def broken(text, path, module=None):
         raise RuntimeError("a bug \x1b[2J in the front end")
 
     monkeypatch.setattr(driver, "frontend", broken)
