@@ -233,17 +233,25 @@ static void describe(const Fiber *f, char *out, size_t n) {
     }
 }
 
+static int same_place(const Fiber *f, const Fiber *g) {
+    if (f->state != g->state) return 0;
+    if (f->state == WAIT_BARRIER) return f->barrier == g->barrier && f->bar_kind == g->bar_kind;
+    return f->op == g->op && f->mask == g->mask;
+}
+
 /* Nothing can run but not every thread has finished: say who waits where, grouping
  * consecutive threads in the same state. */
 static void report_stall(void) {
-    int exited = 0, waiting_kinds = 0, seen_barrier = -1, seen_warp = 0;
+    /* divergence: a thread left, or threads wait at different places; deadlock: all wait at one */
+    int divergent = 0;
+    const Fiber *first = NULL;
     for (int i = 0; i < B.nthreads; i++) {
-        Fiber *f = &B.fibers[i];
-        if (f->state == DONE) exited = 1;
-        if (f->state == WAIT_BARRIER && f->barrier != seen_barrier) { waiting_kinds++; seen_barrier = f->barrier; }
-        if (f->state == WAIT_WARP && !seen_warp) { waiting_kinds++; seen_warp = 1; }
+        const Fiber *f = &B.fibers[i];
+        if (f->state == DONE) divergent = 1;
+        else if (!first) first = f;
+        else if (!same_place(first, f)) divergent = 1;
     }
-    fail("%s in block (%d, %d, %d) of %d threads:", exited || waiting_kinds > 1 ? "barrier divergence" : "deadlock",
+    fail("%s in block (%d, %d, %d) of %d threads:", divergent ? "barrier divergence" : "deadlock",
          B.sregs[R_CTAID], B.sregs[R_CTAID + 1], B.sregs[R_CTAID + 2], B.nthreads);
     char here[160], next[160];
     for (int i = 0; i < B.nthreads;) {
