@@ -27,7 +27,8 @@
 #include <ucontext.h>
 #endif
 
-enum { RUNNABLE, WAIT_BARRIER, WAIT_WARP, DONE };
+enum { RUNNABLE, RUNNING, WAIT_BARRIER, WAIT_WARP, DONE };
+enum { ASCENDING, DESCENDING, RANDOM };
 
 /* Warp-collective operations (the op argument of emu_warp). */
 enum {
@@ -91,6 +92,11 @@ static struct {
     ucontext_t scheduler_context;
 #endif
     Barrier barriers[N_BARRIERS];
+    /* the runnable fibers: ASCENDING and DESCENDING take the lowest or highest numbered
+     * (none is below `low` or above `high`), RANDOM any of `pool` */
+    int schedule, runnable, low, high, pool_size;
+    Fiber **pool;
+    uint64_t random_state;
     int failed;
     char *error;
     size_t error_len;
@@ -222,7 +228,7 @@ static void fail_here(Fiber *f) {
 static void describe(const Fiber *f, char *out, size_t n) {
     switch (f->state) {
     case DONE: snprintf(out, n, "exited"); break;
-    case RUNNABLE: snprintf(out, n, "runnable"); break;
+    case RUNNABLE: case RUNNING: snprintf(out, n, "runnable"); break;
     case WAIT_BARRIER:
         snprintf(out, n, "wait at barrier %d (%s, expects %d threads)", f->barrier, BAR_KIND_NAMES[f->bar_kind],
                  f->bar_expected);
@@ -268,6 +274,43 @@ static void report_stall(void) {
     append(" (threads numbered x + y*ntid.x + z*ntid.x*ntid.y)");
 }
 
+/* ---- scheduling -------------------------------------------------------------------------- */
+
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void wake(Fiber *f) {
+    f->state = RUNNABLE;
+    B.runnable++;
+    if (f->linear < B.low) B.low = f->linear;
+    if (f->linear > B.high) B.high = f->linear;
+    if (B.schedule == RANDOM) B.pool[B.pool_size++] = f;
+}
+
+/* The next fiber to run, chosen by the schedule, or NULL when none can run. */
+static Fiber *take_next(void) {
+    if (B.runnable == 0) return NULL;
+    Fiber *f;
+    if (B.schedule == ASCENDING) {
+        while (B.fibers[B.low].state != RUNNABLE) B.low++;
+        f = &B.fibers[B.low];
+    } else if (B.schedule == DESCENDING) {
+        while (B.fibers[B.high].state != RUNNABLE) B.high--;
+        f = &B.fibers[B.high];
+    } else {
+        int k = (int)(next_random(&B.random_state) % (uint64_t)B.pool_size);
+        f = B.pool[k];
+        B.pool[k] = B.pool[--B.pool_size];
+    }
+    B.runnable--;
+    f->state = RUNNING;
+    return f;
+}
+
 /* ---- block barriers ----------------------------------------------------------------------- */
 
 /* bar.sync / barrier.sync / bar.arrive / bar.red: `expected` < 0 means every thread of the block. */
@@ -295,7 +338,7 @@ uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
     f->barrier = id;
     f->bar_kind = kind;
     f->bar_expected = expected;
-    f->state = kind == BAR_ARRIVE ? RUNNABLE : WAIT_BARRIER;
+    f->state = WAIT_BARRIER;
     if (bar->arrived >= expected) {
         uint32_t result = kind == BAR_RED_POPC ? (uint32_t)bar->popc
                         : kind == BAR_RED_AND ? bar->popc == bar->arrived
@@ -303,13 +346,13 @@ uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
         for (int i = 0; i < B.nthreads; i++) {
             Fiber *g = &B.fibers[i];
             if (g->state == WAIT_BARRIER && g->barrier == id) {
-                g->state = RUNNABLE;
                 g->result = result;
+                wake(g);
             }
         }
-        f->result = result;
         memset(bar, 0, sizeof *bar);
     }
+    if (kind == BAR_ARRIVE && f->state != RUNNABLE) wake(f);
     to_scheduler(f); /* every barrier is a scheduling point, even for the last to arrive */
     return (uint32_t)f->result;
 }
@@ -390,7 +433,7 @@ static void complete_warp_op(Fiber **lanes, uint32_t members, int op) {
         }
         g->result = result;
         g->pred = pred;
-        g->state = RUNNABLE;
+        wake(g);
     }
 }
 
@@ -445,19 +488,14 @@ void emu_trap(void) {
 
 /* ---- launches ----------------------------------------------------------------------------- */
 
-static uint64_t next_random(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-enum { ASCENDING, DESCENDING, RANDOM };
-
 /* Runs one block; returns 0, or -1 with the error message written. */
-static int run_block(int schedule, uint64_t seed, int *order) {
+static int run_block(uint64_t seed) {
     memset(B.barriers, 0, sizeof B.barriers);
     int ntid[3] = {B.sregs[R_NTID], B.sregs[R_NTID + 1], B.sregs[R_NTID + 2]};
+    B.runnable = B.pool_size = 0;
+    B.low = B.nthreads;
+    B.high = -1;
+    B.random_state = seed;
     for (int i = 0; i < B.nthreads; i++) {
         Fiber *f = &B.fibers[i];
         memset(f, 0, sizeof *f);
@@ -468,29 +506,12 @@ static int run_block(int schedule, uint64_t seed, int *order) {
         f->linear = i;
         f->lane = i % 32;
         f->warp = i / 32;
-        f->state = RUNNABLE;
         fiber_stack_init(f);
+        wake(f);
     }
-    uint64_t random_state = seed;
-    for (;;) {
-        int n = 0;
-        for (int i = 0; i < B.nthreads; i++)
-            if (B.fibers[i].state == RUNNABLE) order[n++] = i;
-        if (n == 0) break;
-        if (schedule == DESCENDING) {
-            for (int i = 0; i < n / 2; i++) { int t = order[i]; order[i] = order[n - 1 - i]; order[n - 1 - i] = t; }
-        } else if (schedule == RANDOM) {
-            for (int i = n - 1; i > 0; i--) {
-                int j = (int)(next_random(&random_state) % (uint64_t)(i + 1));
-                int t = order[i]; order[i] = order[j]; order[j] = t;
-            }
-        }
-        for (int k = 0; k < n; k++) {
-            Fiber *f = &B.fibers[order[k]];
-            if (f->state != RUNNABLE) continue;
-            resume(f);
-            if (B.failed) return -1;
-        }
+    for (Fiber *f; (f = take_next()) != NULL;) {
+        resume(f);
+        if (B.failed) return -1;
     }
     for (int i = 0; i < B.nthreads; i++)
         if (B.fibers[i].state != DONE) { report_stall(); return -1; }
@@ -510,8 +531,10 @@ int emu_launch(void (*entry)(void *), void *args, const int32_t *grid, const int
     if (nthreads < 1 || nthreads > 1024) { fail("a block of %d threads (at most 1024)", nthreads); return -1; }
     if (ensure_stacks(nthreads, stack_bytes) != 0) { fail("could not map fiber stacks"); return -1; }
     Fiber *fibers = calloc((size_t)nthreads, sizeof(Fiber));
-    int *order = calloc((size_t)nthreads, sizeof(int));
-    if (!fibers || !order) { free(fibers); free(order); fail("out of memory"); return -1; }
+    Fiber **pool = calloc((size_t)nthreads, sizeof(Fiber *));
+    if (!fibers || !pool) { free(fibers); free(pool); fail("out of memory"); return -1; }
+    B.schedule = schedule;
+    B.pool = pool;
     B.entry = entry;
     B.args = args;
     B.sregs = sregs;
@@ -527,9 +550,9 @@ int emu_launch(void (*entry)(void *), void *args, const int32_t *grid, const int
                 sregs[R_CTAID] = x; sregs[R_CTAID + 1] = y; sregs[R_CTAID + 2] = z;
                 for (int s = 0; s < n_shared; s++) memset(shared[s], fill, shared_bytes[s]);
                 uint64_t block_seed = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(1 + x + grid[0] * (y + grid[1] * z)));
-                status = run_block(schedule, block_seed, order);
+                status = run_block(block_seed);
             }
     free(fibers);
-    free(order);
+    free(pool);
     return status;
 }
