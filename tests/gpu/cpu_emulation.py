@@ -29,7 +29,10 @@ resumed after every synchronisation point in ``schedule`` order: ``"ascending"``
 bits under every schedule. A block where no thread can go on but some have not finished
 (a barrier that some thread skipped or exited before, threads at different barriers, a
 shuffle whose lanes went separate ways) raises ``EmulationError`` naming the kernel and
-saying which threads wait where, instead of hanging.
+saying which threads wait where, instead of hanging. A thread that exits while others
+wait at a barrier for the whole block is reported too, although PTX's ``exit`` releases
+such a barrier: that is almost always a bug (a status check some threads of the block
+saw and others did not); ``exit_releases_barriers=True`` follows PTX instead.
 
 ``max_blocks`` caps every grid dimension and ``max_threads`` the block's x dimension, so
 that each thread of a grid-stride kernel covers many points; a correct kernel gives the
@@ -116,7 +119,8 @@ def _runtime() -> ctypes.CDLL:
     runtime.emu_launch.argtypes = [
         ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32),
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint64), ctypes.c_int32,
-        ctypes.c_int32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
+        ctypes.c_int32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_uint64, ctypes.c_char_p,
+        ctypes.c_uint64]
     return runtime
 
 
@@ -368,7 +372,7 @@ def host_ir(gpu_ir: str) -> str:
 class Emulator:
     def __init__(self, gpu_ir: str, max_blocks: int | None = None, max_threads: int | None = None,
                  schedule: str = "ascending", seed: int = 0, shared_fill: int = 0xFF,
-                 stack_bytes: int = 256 * 1024):
+                 exit_releases_barriers: bool = False, stack_bytes: int = 256 * 1024):
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
         # The C library's math, and libgcc's f16 conversions (x86 has no f16 arithmetic).
@@ -404,6 +408,7 @@ class Emulator:
         self.schedule = schedule
         self.seed = seed
         self.shared_fill = shared_fill
+        self.exit_releases_barriers = exit_releases_barriers
         self.stack_bytes = stack_bytes
         self.memory: dict[int, object] = {}
         self.capability = (0, 0)
@@ -469,7 +474,7 @@ class Emulator:
         status = self.runtime.emu_launch(
             address, ctypes.addressof(packed), (ctypes.c_int32 * 3)(*grid), (ctypes.c_int32 * 3)(*block),
             self.sregs, addresses, sizes, len(regions), self.shared_fill, SCHEDULES[self.schedule],
-            self.seed & (2**64 - 1), self.stack_bytes, error, len(error))
+            self.seed & (2**64 - 1), int(self.exit_releases_barriers), self.stack_bytes, error, len(error))
         if status != 0:
             raise EmulationError(f"kernel '{name}' (grid {grid}, block {block}): {error.value.decode()}")
 

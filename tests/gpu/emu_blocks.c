@@ -73,8 +73,8 @@ typedef struct {
 } Fiber;
 
 typedef struct {
-    int expected; /* 0: no thread has arrived */
-    int arrived, kind, popc;
+    int expected, all; /* all: every thread of the block */
+    int arrived, kind, popc; /* arrived 0: the barrier is idle */
 } Barrier;
 
 /* Indices into the special-register array the kernel IR reads (cpu_emulation.py SREGS). */
@@ -97,6 +97,7 @@ static struct {
     int schedule, runnable, low, high, pool_size;
     Fiber **pool;
     uint64_t random_state;
+    int exit_releases, exited; /* exit_releases: PTX's exit, which releases a barrier for all threads */
     int failed;
     char *error;
     size_t error_len;
@@ -128,6 +129,7 @@ __asm__(
 #endif
 
 static void fiber_main(void);
+static void try_release(int id);
 
 static void to_scheduler(Fiber *f) {
 #if defined(__x86_64__)
@@ -173,6 +175,9 @@ static void fiber_main(void) {
     Fiber *f = B.current;
     B.entry(B.args);
     f->state = DONE;
+    B.exited++;
+    if (B.exit_releases)
+        for (int id = 0; id < N_BARRIERS; id++) try_release(id);
     to_scheduler(f);
     abort(); /* a finished fiber is never resumed */
 }
@@ -313,11 +318,31 @@ static Fiber *take_next(void) {
 
 /* ---- block barriers ----------------------------------------------------------------------- */
 
+/* Releases barrier `id` if every thread it waits for has arrived. */
+static void try_release(int id) {
+    Barrier *bar = &B.barriers[id];
+    if (bar->arrived == 0) return;
+    int needed = bar->all && B.exit_releases ? B.nthreads - B.exited : bar->expected;
+    if (bar->arrived < needed) return;
+    uint32_t result = bar->kind == BAR_RED_POPC ? (uint32_t)bar->popc
+                    : bar->kind == BAR_RED_AND ? bar->popc == bar->arrived
+                    : bar->kind == BAR_RED_OR ? bar->popc > 0 : 0;
+    for (int i = 0; i < B.nthreads; i++) {
+        Fiber *g = &B.fibers[i];
+        if (g->state == WAIT_BARRIER && g->barrier == id) {
+            g->result = result;
+            wake(g);
+        }
+    }
+    memset(bar, 0, sizeof *bar);
+}
+
 /* bar.sync / barrier.sync / bar.arrive / bar.red: `expected` < 0 means every thread of the block. */
 uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
     Fiber *f = B.current;
     if (id < 0 || id >= N_BARRIERS) { fail("barrier id %d is not in 0..15 (thread %d)", id, f->linear); fail_here(f); }
-    if (expected < 0) expected = B.nthreads;
+    int all = expected < 0;
+    if (all) expected = B.nthreads;
     else if (expected % 32 != 0 || expected > ((B.nthreads + 31) / 32) * 32 || expected == 0) {
         fail("barrier %d: a thread count of %d is not a positive multiple of 32 within the block's %d threads (thread %d)",
              id, expected, B.nthreads, f->linear);
@@ -332,6 +357,7 @@ uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
         fail_here(f);
     }
     bar->expected = expected;
+    bar->all = all;
     bar->kind = sync_kind;
     bar->arrived++;
     bar->popc += pred != 0;
@@ -339,19 +365,7 @@ uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
     f->bar_kind = kind;
     f->bar_expected = expected;
     f->state = WAIT_BARRIER;
-    if (bar->arrived >= expected) {
-        uint32_t result = kind == BAR_RED_POPC ? (uint32_t)bar->popc
-                        : kind == BAR_RED_AND ? bar->popc == bar->arrived
-                        : kind == BAR_RED_OR ? bar->popc > 0 : 0;
-        for (int i = 0; i < B.nthreads; i++) {
-            Fiber *g = &B.fibers[i];
-            if (g->state == WAIT_BARRIER && g->barrier == id) {
-                g->result = result;
-                wake(g);
-            }
-        }
-        memset(bar, 0, sizeof *bar);
-    }
+    try_release(id);
     if (kind == BAR_ARRIVE && f->state != RUNNABLE) wake(f);
     to_scheduler(f); /* every barrier is a scheduling point, even for the last to arrive */
     return (uint32_t)f->result;
@@ -492,7 +506,7 @@ void emu_trap(void) {
 static int run_block(uint64_t seed) {
     memset(B.barriers, 0, sizeof B.barriers);
     int ntid[3] = {B.sregs[R_NTID], B.sregs[R_NTID + 1], B.sregs[R_NTID + 2]};
-    B.runnable = B.pool_size = 0;
+    B.runnable = B.pool_size = B.exited = 0;
     B.low = B.nthreads;
     B.high = -1;
     B.random_state = seed;
@@ -522,7 +536,8 @@ static int run_block(uint64_t seed) {
  * block (static shared arrays and the dynamic shared region). Returns 0 or -1 (error). */
 int emu_launch(void (*entry)(void *), void *args, const int32_t *grid, const int32_t *block, int32_t *sregs,
                void *const *shared, const uint64_t *shared_bytes, int32_t n_shared, int32_t fill,
-               int32_t schedule, uint64_t seed, uint64_t stack_bytes, char *error, uint64_t error_len) {
+               int32_t schedule, uint64_t seed, int32_t exit_releases, uint64_t stack_bytes, char *error,
+               uint64_t error_len) {
     int nthreads = block[0] * block[1] * block[2];
     memset(&B, 0, sizeof B);
     B.error = error;
@@ -534,6 +549,7 @@ int emu_launch(void (*entry)(void *), void *args, const int32_t *grid, const int
     Fiber **pool = calloc((size_t)nthreads, sizeof(Fiber *));
     if (!fibers || !pool) { free(fibers); free(pool); fail("out of memory"); return -1; }
     B.schedule = schedule;
+    B.exit_releases = exit_releases;
     B.pool = pool;
     B.entry = entry;
     B.args = args;

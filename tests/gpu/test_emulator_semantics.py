@@ -598,6 +598,15 @@ def test_divergence_and_deadlock_are_errors(emulators, name, block, message):
     assert out.tolist() == [1, 2, 3, 0]
 
 
+def test_exit_releases_barriers_as_ptx_defines_when_asked():
+    """PTX's exit releases a barrier for all threads that only exited threads hold up."""
+    emulator = Emulator(BROKEN, exit_releases_barriers=True)
+    for schedule in SCHEDULES:
+        launch(emulator, "early_exit", (2, 1, 1), (64, 1, 1), np.zeros(4, np.int32), schedule=schedule)
+    with pytest.raises(EmulationError, match="barrier divergence"):  # different barriers still are
+        launch(emulator, "two_barriers", (1, 1, 1), (64, 1, 1), np.zeros(4, np.int32))
+
+
 def test_racy_kernel_depends_on_the_schedule_and_the_fixed_one_does_not(emulators):
     emulator = emulators(NEIGHBOUR)
     x = np.arange(10, 74, dtype=np.int32)
