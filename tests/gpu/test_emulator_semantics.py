@@ -418,6 +418,55 @@ entry:
 }
 """
 
+# Current spellings, named barriers and cp.async: warp 1 produces into shared memory with
+# cp.async and signals barrier 1 with arrive; warp 0 waits there (sync, 64 threads) and
+# consumes; then every thread counts, with barrier.cta.red.popc, the inputs above 50.
+PRODUCER = """
+target triple = "nvptx64-nvidia-cuda"
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare void @llvm.nvvm.barrier.cta.sync.aligned.all(i32)
+declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)
+declare void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32, i32)
+declare i32 @llvm.nvvm.barrier.cta.red.popc.aligned.all(i32, i1)
+declare void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3), ptr addrspace(1))
+declare void @llvm.nvvm.cp.async.commit.group()
+declare void @llvm.nvvm.cp.async.wait.all()
+
+@stage = internal addrspace(3) global [32 x i32] undef, align 4
+
+define ptx_kernel void @produce_consume(ptr addrspace(1) %in, ptr addrspace(1) %out, ptr addrspace(1) %count) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %lane = and i32 %tid, 31
+  %slot = getelementptr [32 x i32], ptr addrspace(3) @stage, i32 0, i32 %lane
+  %producer = icmp uge i32 %tid, 32
+  br i1 %producer, label %produce, label %consume
+produce:
+  %src = getelementptr i32, ptr addrspace(1) %in, i32 %lane
+  call void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3) %slot, ptr addrspace(1) %src)
+  call void @llvm.nvvm.cp.async.commit.group()
+  call void @llvm.nvvm.cp.async.wait.all()
+  call void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32 1, i32 64)
+  br label %tally
+consume:
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 64)
+  %v = load i32, ptr addrspace(3) %slot
+  %w = mul i32 %v, 3
+  %dst = getelementptr i32, ptr addrspace(1) %out, i32 %lane
+  store i32 %w, ptr addrspace(1) %dst
+  br label %tally
+tally:
+  %ip = getelementptr i32, ptr addrspace(1) %in, i32 %tid
+  %x = load i32, ptr addrspace(1) %ip
+  %big = icmp sgt i32 %x, 50
+  %n = call i32 @llvm.nvvm.barrier.cta.red.popc.aligned.all(i32 0, i1 %big)
+  %cp = getelementptr i32, ptr addrspace(1) %count, i32 %tid
+  store i32 %n, ptr addrspace(1) %cp
+  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0)
+  ret void
+}
+"""
+
 SCHEDULES = [("ascending", 0), ("descending", 0), ("random", 1), ("random", 2)]
 POISON = np.int32(-1)  # the emulator's shared-memory fill, 0xFF bytes
 
@@ -616,6 +665,35 @@ def test_racy_kernel_depends_on_the_schedule_and_the_fixed_one_does_not(emulator
              for s in SCHEDULES}
     assert len(set(racy.values())) == len(SCHEDULES), "each schedule should expose the race differently"
     assert set(fixed.values()) == {np.roll(x, -1).tobytes()}
+
+
+def test_named_barriers_arrive_cp_async_and_barrier_reductions(emulators):
+    x = np.random.default_rng(9).integers(0, 100, 64).astype(np.int32)
+    for schedule in SCHEDULES:
+        _, out, count = launch(emulators(PRODUCER), "produce_consume", (1, 1, 1), (64, 1, 1), x,
+                               np.zeros(32, np.int32), np.zeros(64, np.int32), schedule=schedule)
+        np.testing.assert_array_equal(out, 3 * x[:32], err_msg=str(schedule))
+        np.testing.assert_array_equal(count, np.full(64, (x > 50).sum()), err_msg=str(schedule))
+
+
+def test_cooperative_kernels_keep_their_block():
+    """max_threads shrinks the block of a kernel that does not synchronise; one with
+    barriers or shared memory keeps the block it was written for."""
+    plain = HEADER + """
+define ptx_kernel void @ids(ptr addrspace(1) %out) {
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %p = getelementptr i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %tid, ptr addrspace(1) %p
+  ret void
+}
+"""
+    emulator = Emulator(plain + REDUCE.removeprefix(HEADER), max_blocks=2, max_threads=8)
+    (out,) = launch(emulator, "ids", (5, 1, 1), (64, 1, 1), np.full(64, -1, np.int32))
+    np.testing.assert_array_equal(out, np.where(np.arange(64) < 8, np.arange(64), -1))
+    x = np.arange(5 * 64, dtype=np.int32)
+    _, sums = launch(emulator, "block_sum", (5, 1, 1), (64, 1, 1), x, np.zeros(5, np.int32), scalars=[x.size])
+    np.testing.assert_array_equal(sums[:2], x.reshape(5, 64).sum(axis=1)[:2])  # two blocks of 64 ran
+    assert emulator.runs == [("ids", (2, 1, 1), (8, 1, 1)), ("block_sum", (2, 1, 1), (64, 1, 1))]
 
 
 def test_ir_without_a_model_is_refused():
