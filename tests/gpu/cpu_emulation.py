@@ -87,12 +87,16 @@ declare i64 @emu_warp(i32, i32, i64, i32, i32, ptr)
 declare i32 @emu_activemask()
 declare i64 @emu_clock()
 declare void @emu_trap()
+declare void @emu_ldmatrix(i32, i32, ptr, ptr)
+declare void @emu_mma(i32, ptr, ptr, ptr, ptr)
 @"emu.sregs" = global [16 x i32] zeroinitializer, align 16
 """
 
 # Functions whose calls only make sense on a GPU thread: a kernel that reaches one is
 # cooperative (keeps its block size).
-_COOPERATIVE = re.compile(r"@llvm\.nvvm\.(barrier|bar\.|shfl|vote|match|redux|cp\.async)|addrspace\(3\)")
+_COOPERATIVE = re.compile(r"@llvm\.nvvm\.(barrier|bar\.|shfl|vote|match|redux|cp\.async|ldmatrix|mma)|addrspace\(3\)")
+_MMA_SHAPES = {"m16n8k16.row.col.f32.f32": 0, "m16n8k16.row.col.bf16": 1, "m16n8k32.row.col.s8": 2,
+               "m16n8k32.row.col.u8": 3}
 
 
 class EmulationError(RuntimeError):
@@ -214,6 +218,32 @@ def _intrinsic_body(name: str, ret: str, params: list[str]) -> str | None:
     match = re.fullmatch(r"redux\.sync\.(add|min|max|umin|umax|and|or|xor)", name)
     if match:
         return warp(f"redux.{match.group(1)}", "%a1", "%a0", "i32")
+    def registers(slot: str, count: int) -> str:
+        """Lines that load ``count`` i32 registers from ``slot`` and return them as ``ret``."""
+        element = ret[1:-1].split(",")[0].strip() if ret.startswith("{") else ret
+        lines = [f"%r{i}p = getelementptr i32, ptr {slot}, i32 {i}\n  %r{i} = load {element}, ptr %r{i}p"
+                 for i in range(count)]
+        if not ret.startswith("{"):
+            return "\n  ".join(lines) + f"\n  ret {ret} %r0"
+        value = "poison"
+        for i in range(count):
+            lines.append(f"%s{i} = insertvalue {ret} {value}, {element} %r{i}, {i}")
+            value = f"%s{i}"
+        return "\n  ".join(lines) + f"\n  ret {ret} {value}"
+
+    match = re.fullmatch(r"ldmatrix\.sync\.aligned\.m8n8\.x(1|2|4)(\.trans)?\.b16", name)
+    if match:
+        count, trans = int(match.group(1)), int(bool(match.group(2)))
+        return (f"%out = alloca [4 x i32]\n  call void @emu_ldmatrix(i32 {count}, i32 {trans}, ptr %a0, ptr %out)\n  "
+                + registers("%out", count))
+    match = re.fullmatch(r"mma\.(m16n8k16\.row\.col\.(?:f32\.f32|bf16)|m16n8k32\.row\.col\.[su]8)", name)
+    if match and len(params) == 10:
+        lines = ["%a = alloca [4 x i32]", "%b = alloca [2 x i32]", "%c = alloca [4 x i32]", "%d = alloca [4 x i32]"]
+        for i, typ in enumerate(params):
+            slot, index = ("%a", i) if i < 4 else ("%b", i - 4) if i < 6 else ("%c", i - 6)
+            lines.append(f"%p{i} = getelementptr i32, ptr {slot}, i32 {index}\n  store {typ} %a{i}, ptr %p{i}")
+        lines.append(f"call void @emu_mma(i32 {_MMA_SHAPES[match.group(1)]}, ptr %a, ptr %b, ptr %c, ptr %d)")
+        return "\n  ".join(lines) + "\n  " + registers("%d", 4)
     if name == "activemask":
         return "%r = call i32 @emu_activemask()\n  ret i32 %r"
     if re.fullmatch(r"(membar|fence)\..*", name) or name in ("cp.async.commit.group", "cp.async.wait.group",
@@ -311,7 +341,8 @@ class HostModule:
                 continue
             name = fn.name.removeprefix("llvm.nvvm.")
             ret, params = _function_type(fn)
-            body = _intrinsic_body(name, ret, params)
+            # the pointer overloads' suffix (ldmatrix...b16.p3) names the address space only
+            body = _intrinsic_body(re.sub(r"\.p\d+$", "", name), ret, params)
             if body is None:
                 raise EmulationError(f"the emulator has no model of the intrinsic llvm.nvvm.{name}")
             args = ", ".join(f"{typ} %a{i}" for i, typ in enumerate(params))

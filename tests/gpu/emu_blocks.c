@@ -36,7 +36,7 @@ enum {
     VOTE_ALL, VOTE_ANY, VOTE_UNI, VOTE_BALLOT,
     MATCH_ANY, MATCH_ALL,
     REDUX_ADD, REDUX_MIN, REDUX_MAX, REDUX_UMIN, REDUX_UMAX, REDUX_AND, REDUX_OR, REDUX_XOR,
-    WARP_SYNC, N_WARP_OPS
+    WARP_SYNC, LDMATRIX, MMA, N_WARP_OPS
 };
 static const char *const WARP_OP_NAMES[N_WARP_OPS] = {
     "shfl.sync.idx", "shfl.sync.up", "shfl.sync.down", "shfl.sync.bfly",
@@ -44,7 +44,7 @@ static const char *const WARP_OP_NAMES[N_WARP_OPS] = {
     "match.any.sync", "match.all.sync",
     "redux.sync.add", "redux.sync.min", "redux.sync.max", "redux.sync.umin", "redux.sync.umax",
     "redux.sync.and", "redux.sync.or", "redux.sync.xor",
-    "bar.warp.sync",
+    "bar.warp.sync", "ldmatrix", "mma",
 };
 
 /* Block barriers: the kind argument of emu_barrier. */
@@ -67,6 +67,8 @@ typedef struct {
     int op;
     uint32_t mask, b, c;
     uint64_t value;
+    const uint32_t *fragments[3]; /* mma: this lane's registers of A, B and C */
+    uint32_t *out;                /* ldmatrix, mma: where this lane's result registers go */
     /* what the operation returned */
     uint64_t result;
     int pred;
@@ -391,7 +393,12 @@ static int shuffle_source(int op, int lane, uint32_t b, uint32_t c, int *in_rang
     return *in_range ? j : lane;
 }
 
+static void complete_ldmatrix(Fiber **lanes);
+static void complete_mma(Fiber **lanes);
+
 static void complete_warp_op(Fiber **lanes, uint32_t members, int op) {
+    if (op == LDMATRIX) complete_ldmatrix(lanes);
+    if (op == MMA) complete_mma(lanes);
     uint64_t acc = 0;
     int64_t sacc = 0;
     int first = 1, all = 1, any = 0, uniform = 1;
@@ -442,7 +449,7 @@ static void complete_warp_op(Fiber **lanes, uint32_t members, int op) {
             break;
         case MATCH_ALL: result = uniform ? members : 0; pred = uniform; break;
         case REDUX_MIN: case REDUX_MAX: result = (uint32_t)(int32_t)sacc; break;
-        case WARP_SYNC: break;
+        case WARP_SYNC: case LDMATRIX: case MMA: break;
         default: result = (uint32_t)acc; break;
         }
         g->result = result;
@@ -454,12 +461,19 @@ static void complete_warp_op(Fiber **lanes, uint32_t members, int op) {
 /* One lane's part in a warp-collective operation; returns its result once every member has
  * arrived. *pred (when not NULL) gets the operation's predicate (shfl's in-range flag,
  * match.all's "all equal"). */
-uint64_t emu_warp(int32_t op, uint32_t mask, uint64_t value, uint32_t b, uint32_t c, int32_t *pred) {
+/* The current fiber arrives at a warp-collective operation; returns once every member
+ * has arrived and the operation has completed. */
+static void warp_collective(int op, uint32_t mask, uint64_t value, uint32_t b, uint32_t c) {
     Fiber *f = B.current;
     uint32_t members = mask & existing_lanes(f->warp);
     if (!(mask >> f->lane & 1)) {
         fail("%s: thread %d (lane %d of warp %d) is not in its own member mask 0x%08x", WARP_OP_NAMES[op],
              f->linear, f->lane, f->warp, mask);
+        fail_here(f);
+    }
+    if ((op == LDMATRIX || op == MMA) && members != 0xFFFFFFFFu) {
+        fail("%s needs a whole warp; warp %d of the block has %d threads", WARP_OP_NAMES[op], f->warp,
+             __builtin_popcount(members));
         fail_here(f);
     }
     f->op = op;
@@ -474,12 +488,126 @@ uint64_t emu_warp(int32_t op, uint32_t mask, uint64_t value, uint32_t b, uint32_
         if (!(members >> l & 1)) continue;
         Fiber *g = &B.fibers[32 * f->warp + l];
         lanes[l] = g;
-        ready = g->state == WAIT_WARP && g->op == op && g->mask == mask;
+        ready = g->state == WAIT_WARP && g->op == op && g->mask == mask && g->b == b && (op != LDMATRIX || g->c == c);
     }
     if (ready) complete_warp_op(lanes, members, op);
     to_scheduler(f);
-    if (pred) *pred = f->pred;
-    return f->result;
+}
+
+/* One lane's part in a warp-collective operation; returns its result once every member has
+ * arrived. *pred (when not NULL) gets the operation's predicate (shfl's in-range flag,
+ * match.all's "all equal"). */
+uint64_t emu_warp(int32_t op, uint32_t mask, uint64_t value, uint32_t b, uint32_t c, int32_t *pred) {
+    warp_collective(op, mask, value, b, c);
+    if (pred) *pred = B.current->pred;
+    return B.current->result;
+}
+
+/* ldmatrix.sync.aligned.m8n8.x{count}{.trans}.b16: lanes 8j..8j+7 give the addresses of the
+ * 8 rows (16 bytes each) of matrix j; lane l receives, in register j, the two 16-bit
+ * elements of matrix j at row l/4, columns 2(l%4) and 2(l%4)+1 (transposed: rows 2(l%4)
+ * and 2(l%4)+1 of column l/4). */
+void emu_ldmatrix(int32_t count, int32_t trans, const void *row, uint32_t *out) {
+    B.current->out = out;
+    warp_collective(LDMATRIX, 0xFFFFFFFFu, (uint64_t)(uintptr_t)row, (uint32_t)count, (uint32_t)trans);
+}
+
+static void complete_ldmatrix(Fiber **lanes) {
+    int count = (int)lanes[0]->b, trans = (int)lanes[0]->c;
+    for (int l = 0; l < 32; l++) {
+        for (int j = 0; j < count; j++) {
+            uint16_t half[2];
+            for (int e = 0; e < 2; e++) {
+                int r = trans ? 2 * (l % 4) + e : l / 4, col = trans ? l / 4 : 2 * (l % 4) + e;
+                const uint16_t *row = (const uint16_t *)(uintptr_t)lanes[8 * j + r]->value;
+                half[e] = row[col];
+            }
+            lanes[l]->out[j] = (uint32_t)half[0] | (uint32_t)half[1] << 16;
+        }
+    }
+}
+
+/* ---- mma.sync ------------------------------------------------------------------------------ */
+
+enum { MMA_M16N8K16_F16, MMA_M16N8K16_BF16, MMA_M16N8K32_S8, MMA_M16N8K32_U8 };
+
+static double half_to_double(uint16_t h) {
+    int exponent = h >> 10 & 31, mantissa = h & 1023;
+    double sign = h >> 15 ? -1.0 : 1.0;
+    if (exponent == 31) return mantissa ? __builtin_nan("") : sign * __builtin_inf();
+    if (exponent == 0) return sign * mantissa * 0x1p-24;
+    return sign * (1024 + mantissa) * __builtin_ldexp(1.0, exponent - 25);
+}
+
+static double bf16_to_double(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+/* Element (row, k) of A and (k, col) of B, by the PTX ISA's fragment layouts for .row.col:
+ * lane = 4 * group + t. m16n8k16 (two 16-bit elements a register): A register r of a lane
+ * holds row group + 8(r%2), columns 2t + 8(r/2) and +1; B register r holds rows 2t + 8r
+ * and +1 of column group. m16n8k32 (four 8-bit elements a register): A register r holds
+ * row group + 8(r%2), columns 4t + 16(r/2) .. +3; B register r rows 4t + 16r .. +3 of
+ * column group. C and D: register r holds row group + 8(r/2), column 2t + r%2. */
+static double mma_a(Fiber **lanes, int shape, int row, int k) {
+    if (shape <= MMA_M16N8K16_BF16) {
+        int lane = 4 * (row % 8) + (k % 8) / 2, r = (row / 8) + 2 * (k / 8);
+        uint16_t h = (uint16_t)(lanes[lane]->fragments[0][r] >> (16 * (k % 2)));
+        return shape == MMA_M16N8K16_F16 ? half_to_double(h) : bf16_to_double(h);
+    }
+    int lane = 4 * (row % 8) + (k % 16) / 4, r = (row / 8) + 2 * (k / 16);
+    uint8_t byte = (uint8_t)(lanes[lane]->fragments[0][r] >> (8 * (k % 4)));
+    return shape == MMA_M16N8K32_S8 ? (double)(int8_t)byte : (double)byte;
+}
+
+static double mma_b(Fiber **lanes, int shape, int k, int col) {
+    if (shape <= MMA_M16N8K16_BF16) {
+        int lane = 4 * col + (k % 8) / 2, r = k / 8;
+        uint16_t h = (uint16_t)(lanes[lane]->fragments[1][r] >> (16 * (k % 2)));
+        return shape == MMA_M16N8K16_F16 ? half_to_double(h) : bf16_to_double(h);
+    }
+    int lane = 4 * col + (k % 16) / 4, r = k / 16;
+    uint8_t byte = (uint8_t)(lanes[lane]->fragments[1][r] >> (8 * (k % 4)));
+    return shape == MMA_M16N8K32_S8 ? (double)(int8_t)byte : (double)byte;
+}
+
+/* D = A B + C for the whole warp. Floats: the products and their sum in double, rounded
+ * once to f32 (the GPU's rounding inside an mma is not specified bit for bit); integers:
+ * exact, wrapping at 32 bits. */
+static void complete_mma(Fiber **lanes) {
+    int shape = (int)lanes[0]->b, depth = shape <= MMA_M16N8K16_BF16 ? 16 : 32;
+    for (int row = 0; row < 16; row++)
+        for (int col = 0; col < 8; col++) {
+            int lane = 4 * (row % 8) + col / 2, r = 2 * (row / 8) + col % 2;
+            uint32_t c = lanes[lane]->fragments[2][r], d;
+            if (shape <= MMA_M16N8K16_BF16) {
+                float accumulator;
+                memcpy(&accumulator, &c, sizeof accumulator);
+                double sum = accumulator;
+                for (int k = 0; k < depth; k++) sum += mma_a(lanes, shape, row, k) * mma_b(lanes, shape, k, col);
+                float result = (float)sum;
+                memcpy(&d, &result, sizeof d);
+            } else {
+                int64_t sum = (int32_t)c;
+                for (int k = 0; k < depth; k++)
+                    sum += (int64_t)mma_a(lanes, shape, row, k) * (int64_t)mma_b(lanes, shape, k, col);
+                d = (uint32_t)sum;
+            }
+            lanes[lane]->out[r] = d;
+        }
+}
+
+/* mma.sync.aligned (row.col): a, b, c: this lane's registers; d: where its result goes. */
+void emu_mma(int32_t shape, const uint32_t *a, const uint32_t *b, const uint32_t *c, uint32_t *d) {
+    Fiber *f = B.current;
+    f->fragments[0] = a;
+    f->fragments[1] = b;
+    f->fragments[2] = c;
+    f->out = d;
+    warp_collective(MMA, 0xFFFFFFFFu, 0, (uint32_t)shape, 0);
 }
 
 /* The lanes of the warp that have not exited (activemask: every such lane counts as converged). */

@@ -467,6 +467,106 @@ tally:
 }
 """
 
+
+
+def _mma_kernel(name: str, intrinsic: str, a_type: str, acc: str, b_matrix: str) -> str:
+    """One warp: A (16 rows of 32 bytes) and B (256 bytes) copied into shared memory, A's
+    fragment loaded with ldmatrix.x4 and B's with ldmatrix.x2 (``b_matrix``: "t" when B
+    is stored transposed, n rows of k; "trans" when stored k rows of n and loaded with
+    .trans), C loaded and D stored by the accumulator layout, one mma.sync."""
+    b_call = ("ldmatrix.sync.aligned.m8n8.x2.b16" if b_matrix == "t" else "ldmatrix.sync.aligned.m8n8.x2.trans.b16")
+    b_address = ("""  %bj = lshr i32 %l16, 3
+  %brow = and i32 %l16, 7
+  %bro = mul i32 %brow, 32
+  %bco = mul i32 %bj, 16
+  %boff = add i32 %bro, %bco""" if b_matrix == "t" else """  %boff = mul i32 %l16, 16""")
+    a_regs = [f"%a{i}" for i in range(4)]
+    b_regs = [f"%b{i}" for i in range(2)]
+    casts = []
+    if a_type != "i32":
+        for reg in a_regs + b_regs:
+            casts.append(f"  {reg}c = bitcast i32 {reg} to {a_type}")
+        a_regs = [f"{r}c" for r in a_regs]
+        b_regs = [f"{r}c" for r in b_regs]
+    operands = ", ".join([f"{a_type} {r}" for r in a_regs + b_regs] + [f"{acc} %c{i}" for i in range(4)])
+    acc_loads = "\n".join(f"""  %ci{i} = add i32 %cbase, {(i // 2) * 64 + i % 2}
+  %cp{i} = getelementptr {acc}, ptr addrspace(1) %cmat, i32 %ci{i}
+  %c{i} = load {acc}, ptr addrspace(1) %cp{i}""" for i in range(4))
+    d_stores = "\n".join(f"""  %d{i} = extractvalue {{{acc}, {acc}, {acc}, {acc}}} %d, {i}
+  %dp{i} = getelementptr {acc}, ptr addrspace(1) %dmat, i32 %ci{i}
+  store {acc} %d{i}, ptr addrspace(1) %dp{i}""" for i in range(4))
+    return f"""
+@{name}_a = internal addrspace(3) global [128 x i32] undef, align 16
+@{name}_b = internal addrspace(3) global [64 x i32] undef, align 16
+declare {{{acc}, {acc}, {acc}, {acc}}} @llvm.nvvm.mma.{intrinsic}({", ".join([a_type] * 6 + [acc] * 4)})
+
+define ptx_kernel void @{name}(ptr addrspace(1) %amat, ptr addrspace(1) %bmat, ptr addrspace(1) %cmat, ptr addrspace(1) %dmat) {{
+entry:
+  %l = call i32 @llvm.nvvm.read.ptx.sreg.laneid()
+  br label %copy
+copy:
+  %w = phi i32 [%l, %entry], [%w2, %next]
+  %src = getelementptr i32, ptr addrspace(1) %amat, i32 %w
+  %v = load i32, ptr addrspace(1) %src
+  %dst = getelementptr [128 x i32], ptr addrspace(3) @{name}_a, i32 0, i32 %w
+  store i32 %v, ptr addrspace(3) %dst
+  %inb = icmp ult i32 %w, 64
+  %bsrc = getelementptr i32, ptr addrspace(1) %bmat, i32 %w
+  %bw = getelementptr [64 x i32], ptr addrspace(3) @{name}_b, i32 0, i32 %w
+  br i1 %inb, label %copyb, label %next
+copyb:
+  %bv = load i32, ptr addrspace(1) %bsrc
+  store i32 %bv, ptr addrspace(3) %bw
+  br label %next
+next:
+  %w2 = add i32 %w, 32
+  %more = icmp ult i32 %w2, 128
+  br i1 %more, label %copy, label %load
+load:
+  call void @llvm.nvvm.bar.warp.sync(i32 -1)
+  %j = lshr i32 %l, 3
+  %r8 = and i32 %l, 7
+  %jlow = and i32 %j, 1
+  %jhigh = lshr i32 %j, 1
+  %rowhi = mul i32 %jlow, 8
+  %row = add i32 %r8, %rowhi
+  %rowoff = mul i32 %row, 32
+  %coloff = mul i32 %jhigh, 16
+  %aoff = add i32 %rowoff, %coloff
+  %aaddr = getelementptr i8, ptr addrspace(3) @{name}_a, i32 %aoff
+  %afrag = call {{i32, i32, i32, i32}} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3) %aaddr)
+  %a0 = extractvalue {{i32, i32, i32, i32}} %afrag, 0
+  %a1 = extractvalue {{i32, i32, i32, i32}} %afrag, 1
+  %a2 = extractvalue {{i32, i32, i32, i32}} %afrag, 2
+  %a3 = extractvalue {{i32, i32, i32, i32}} %afrag, 3
+  %l16 = and i32 %l, 15
+{b_address}
+  %baddr = getelementptr i8, ptr addrspace(3) @{name}_b, i32 %boff
+  %bfrag = call {{i32, i32}} @llvm.nvvm.{b_call}(ptr addrspace(3) %baddr)
+  %b0 = extractvalue {{i32, i32}} %bfrag, 0
+  %b1 = extractvalue {{i32, i32}} %bfrag, 1
+{chr(10).join(casts)}
+  %g = lshr i32 %l, 2
+  %t = and i32 %l, 3
+  %grow = mul i32 %g, 8
+  %tcol = mul i32 %t, 2
+  %cbase = add i32 %grow, %tcol
+{acc_loads}
+  %d = call {{{acc}, {acc}, {acc}, {acc}}} @llvm.nvvm.mma.{intrinsic}({operands})
+{d_stores}
+  ret void
+}}
+"""
+
+
+MMA = (HEADER + """
+declare {i32, i32, i32, i32} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3))
+declare {i32, i32} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16(ptr addrspace(3))
+declare {i32, i32} @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16(ptr addrspace(3))
+""" + _mma_kernel("mma_f16", "m16n8k16.row.col.f32.f32", "<2 x half>", "float", "t")
+    + _mma_kernel("mma_bf16", "m16n8k16.row.col.bf16", "i32", "float", "trans")
+    + _mma_kernel("mma_s8", "m16n8k32.row.col.s8", "i32", "i32", "t"))
+
 SCHEDULES = [("ascending", 0), ("descending", 0), ("random", 1), ("random", 2)]
 POISON = np.int32(-1)  # the emulator's shared-memory fill, 0xFF bytes
 
@@ -674,6 +774,34 @@ def test_named_barriers_arrive_cp_async_and_barrier_reductions(emulators):
                                np.zeros(32, np.int32), np.zeros(64, np.int32), schedule=schedule)
         np.testing.assert_array_equal(out, 3 * x[:32], err_msg=str(schedule))
         np.testing.assert_array_equal(count, np.full(64, (x > 50).sum()), err_msg=str(schedule))
+
+
+def test_mma_with_ldmatrix_fragments(emulators):
+    """ldmatrix.x4 gives mma's A fragment, ldmatrix.x2 (of B stored transposed) or
+    ldmatrix.x2.trans (of B stored as is) its B fragment, as on the GPU; D = A B + C."""
+    rng = np.random.default_rng(4)
+    c = rng.uniform(-1, 1, (16, 8)).astype(np.float32)
+    a = rng.uniform(-1, 1, (16, 16)).astype(np.float16)
+    b = rng.uniform(-1, 1, (16, 8)).astype(np.float16)
+    for schedule in SCHEDULES[:3]:
+        *_, d = launch(emulators(MMA), "mma_f16", (1, 1, 1), (32, 1, 1), a, np.ascontiguousarray(b.T), c,
+                       np.zeros_like(c), schedule=schedule)
+        np.testing.assert_array_equal(d, (a.astype(np.float64) @ b.astype(np.float64) + c).astype(np.float32))
+    # bf16: the top half of float32's bits
+    a32 = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
+    b32 = rng.uniform(-1, 1, (16, 8)).astype(np.float32)
+    a_bits, b_bits = (a32.view(np.uint32) >> 16).astype(np.uint16), (b32.view(np.uint32) >> 16).astype(np.uint16)
+    widen = lambda bits: (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)  # noqa: E731
+    *_, d = launch(emulators(MMA), "mma_bf16", (1, 1, 1), (32, 1, 1), a_bits, b_bits, c, np.zeros_like(c))
+    np.testing.assert_array_equal(d, (widen(a_bits) @ widen(b_bits) + c).astype(np.float32))
+    a8 = rng.integers(-128, 128, (16, 32)).astype(np.int8)
+    b8 = rng.integers(-128, 128, (32, 8)).astype(np.int8)
+    c32 = rng.integers(-2**31, 2**31, (16, 8), dtype=np.int64).astype(np.int32)
+    *_, d = launch(emulators(MMA), "mma_s8", (1, 1, 1), (32, 1, 1), a8, np.ascontiguousarray(b8.T), c32,
+                   np.zeros_like(c32))
+    np.testing.assert_array_equal(d, (a8.astype(np.int64) @ b8.astype(np.int64) + c32).astype(np.int32))
+    with pytest.raises(EmulationError, match="mma needs a whole warp|ldmatrix needs a whole warp"):
+        launch(emulators(MMA), "mma_s8", (1, 1, 1), (16, 1, 1), a8, np.ascontiguousarray(b8.T), c32, np.zeros_like(c32))
 
 
 def test_cooperative_kernels_keep_their_block():
