@@ -19,7 +19,9 @@ to the host and JIT-compiles it:
   upgrade to) and warp-collective operations (``shfl.sync``, ``vote.sync``,
   ``match.sync``, ``redux.sync``, ``bar.warp.sync``), which complete warp-synchronously
   once every existing lane of their member mask has arrived. A shuffle that reads a lane
-  outside the operation reads 0xFFFFFFFF. Fences and ``membar`` are no-ops (the fibers
+  outside the operation reads 0xFFFFFFFF. ``ldmatrix`` and ``mma.sync`` (m16n8k16 f16/bf16,
+  m16n8k32 s8/u8) are whole-warp operations with the PTX ISA's fragment layouts. Fences
+  and ``membar`` are no-ops (the fibers
   share one OS thread, so memory is always coherent and atomics are atomic); ``cp.async``
   copies at once.
 
@@ -43,7 +45,7 @@ depths). ``launches`` records what the manifest asked for, ``runs`` what ran.
 What it cannot check: NVPTX instruction selection and register allocation (ptxas checks
 that the PTX assembles), the GPU memory model's reorderings (every fiber sees every write
 at once), the timing of real warps (threads of a warp only meet at the collective
-operations), bank conflicts and occupancy.
+operations), the last bit of a float mma, bank conflicts and occupancy.
 """
 from __future__ import annotations
 
@@ -63,8 +65,6 @@ SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
 DYNAMIC_SHARED_BYTES = 227 * 1024  # the most dynamic shared memory a block can have (sm_90)
 WARP_SIZE = 32
 
-_LIBM = {"__nv_expf": "expf", "__nv_logf": "logf", "__nv_powf": "powf", "__nv_fmodf": "fmodf",
-         "__nv_exp": "exp", "__nv_log": "log", "__nv_pow": "pow", "__nv_fmod": "fmod"}
 _CTYPES = {"ptr": ctypes.c_void_p, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
            "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
            "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double}
@@ -107,18 +107,29 @@ class EmulationError(RuntimeError):
 # ---- the block runtime --------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
+def _load_host_libraries() -> None:
+    """The C library's math, and libgcc's f16 conversions (x86 has no f16 arithmetic)."""
+    for name in ("m", "gcc_s"):
+        path = ctypes.util.find_library(name)
+        if path:
+            llvm.load_library_permanently(path)
+
+
+@functools.lru_cache(maxsize=None)
 def _runtime() -> ctypes.CDLL:
     """emu_blocks.c, compiled once per process and loaded so that the JIT'd IR can call it."""
     source = Path(__file__).with_name("emu_blocks.c")
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise EmulationError("the GPU emulator needs a C compiler (cc or gcc) to build its block runtime")
-    directory = tempfile.mkdtemp(prefix="gpu-emulator-")
-    library = os.path.join(directory, "emu_blocks.so")
-    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", library, str(source)], check=True,
-                   capture_output=True)
-    llvm.load_library_permanently(library)
-    runtime = ctypes.CDLL(library)
+    with tempfile.TemporaryDirectory(prefix="gpu-emulator-") as directory:
+        library = os.path.join(directory, "emu_blocks.so")
+        built = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", library, str(source)],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            raise EmulationError(f"could not build the emulator's block runtime with {compiler}:\n{built.stderr}")
+        llvm.load_library_permanently(library)
+        runtime = ctypes.CDLL(library)  # loaded: the file may go
     runtime.emu_launch.restype = ctypes.c_int32
     runtime.emu_launch.argtypes = [
         ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32),
@@ -377,8 +388,11 @@ class HostModule:
         text = re.sub(r'@"?llvm\.trap"?\(', '@emu_trap(', text)
         text = re.sub(r'declare void @emu_trap\(\).*\n', "", text)
         text = re.sub(r'"target-(cpu|features)"="[^"]*"', "", text)
-        for nv, libm in _LIBM.items():
-            text = re.sub(rf'@"?{nv}"?(?=\()', f'@"{libm}"', text)
+        # libdevice's __nv_expf, __nv_powf... become the C library's expf, powf...
+        _load_host_libraries()
+        for nv in sorted(set(re.findall(r'@"?(__nv_\w+)"?(?=\()', text))):
+            if llvm.address_of_symbol(nv.removeprefix("__nv_")):
+                text = re.sub(rf'@"?{nv}"?(?=\()', f'@"{nv.removeprefix("__nv_")}"', text)
         text = _strip_address_spaces(text)
         # the generic intrinsics the definitions use, unless the kernel declares them already
         used = [line for line in _MEMORY_INTRINSICS.strip().splitlines()
@@ -406,11 +420,7 @@ class Emulator:
                  exit_releases_barriers: bool = False, stack_bytes: int = 256 * 1024):
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
-        # The C library's math, and libgcc's f16 conversions (x86 has no f16 arithmetic).
-        for name in ("m", "gcc_s"):
-            path = ctypes.util.find_library(name)
-            if path:
-                llvm.load_library_permanently(path)
+        _load_host_libraries()
         self.runtime = _runtime()
         host = HostModule(gpu_ir)
         module = llvm.parse_assembly(host.text)
@@ -507,7 +517,11 @@ class Emulator:
             self.sregs, addresses, sizes, len(regions), self.shared_fill, SCHEDULES[self.schedule],
             self.seed & (2**64 - 1), int(self.exit_releases_barriers), self.stack_bytes, error, len(error))
         if status != 0:
-            raise EmulationError(f"kernel '{name}' (grid {grid}, block {block}): {error.value.decode()}")
+            message = error.value.decode()
+            if "exited" in message and "wait at barrier" in message and not self.exit_releases_barriers:
+                message += (" (PTX's exit releases a barrier for the whole block that only exited threads hold "
+                            "up; exit_releases_barriers=True follows that)")
+            raise EmulationError(f"kernel '{name}' (grid {grid}, block {block}): {message}")
 
     def synchronize(self) -> None:
         pass
