@@ -23,7 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#if !defined(__x86_64__)
+/* x86-64 switches fibers with a few instructions; elsewhere (or with -DEMU_UCONTEXT)
+ * through ucontext, which also saves the signal mask (a system call per switch). */
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
+#define FAST_SWITCH 1
+#else
+#define FAST_SWITCH 0
+#endif
+#if !FAST_SWITCH
 #include <ucontext.h>
 #endif
 
@@ -55,7 +62,7 @@ static const char *const BAR_KIND_NAMES[] = {"sync", "arrive", "red.popc", "red.
 
 typedef struct {
     void *sp; /* saved stack pointer (x86-64 switch) */
-#if !defined(__x86_64__)
+#if !FAST_SWITCH
     ucontext_t context;
 #endif
     char *stack;
@@ -90,7 +97,7 @@ static struct {
     int nthreads, nwarps;
     Fiber *current;
     void *scheduler_sp;
-#if !defined(__x86_64__)
+#if !FAST_SWITCH
     ucontext_t scheduler_context;
 #endif
     Barrier barriers[N_BARRIERS];
@@ -111,7 +118,7 @@ static size_t stack_pool_bytes;
 
 /* ---- context switch ---------------------------------------------------------------------- */
 
-#if defined(__x86_64__)
+#if FAST_SWITCH
 /* Saves the callee-saved registers and the stack pointer in *save, then continues on the
  * stack `next` (as saved by an earlier switch, or laid out by fiber_stack_init). */
 void emu_switch(void **save, void *next);
@@ -134,7 +141,7 @@ static void fiber_main(void);
 static void try_release(int id);
 
 static void to_scheduler(Fiber *f) {
-#if defined(__x86_64__)
+#if FAST_SWITCH
     emu_switch(&f->sp, B.scheduler_sp);
 #else
     swapcontext(&f->context, &B.scheduler_context);
@@ -147,7 +154,7 @@ static void resume(Fiber *f) {
     r[R_LANEID] = f->lane;
     r[R_WARPID] = f->warp;
     B.current = f;
-#if defined(__x86_64__)
+#if FAST_SWITCH
     emu_switch(&B.scheduler_sp, f->sp);
 #else
     swapcontext(&B.scheduler_context, &f->context);
@@ -155,7 +162,7 @@ static void resume(Fiber *f) {
 }
 
 static void fiber_stack_init(Fiber *f) {
-#if defined(__x86_64__)
+#if FAST_SWITCH
     uint64_t *top = (uint64_t *)(f->stack + stack_pool_bytes);
     uint32_t control[2];
     __asm__ volatile("stmxcsr %0\n fnstcw %1" : "=m"(control[0]), "=m"(control[1]));
