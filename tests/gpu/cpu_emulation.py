@@ -192,7 +192,7 @@ def _intrinsic_body(name: str, ret: str, params: list[str]) -> str | None:
         kind = sreg.split(".")[1]
         shifted = {"eq": 1, "lt": 1, "ge": 1, "le": 2, "gt": 2}[kind]
         lines = [f'%p = getelementptr i32, ptr @"emu.sregs", i32 {_SREGS["laneid"]}', "%lane = load i32, ptr %p",
-                 f"%bit = shl i32 {shifted}, %lane", "%below = sub i32 %bit, 1"]  # le: 2 << 31 wraps to 0, -1 is all lanes
+                 f"%bit = shl i32 {shifted}, %lane", "%below = sub i32 %bit, 1"]  # le, lane 31: 0 - 1, all lanes
         result = {"eq": "%bit", "lt": "%below", "le": "%below"}.get(kind)
         if result is None:  # ge, gt: the complement of lt, le
             lines.append("%above = xor i32 %below, -1")
@@ -428,8 +428,8 @@ class Emulator:
         module.triple = llvm.get_process_triple()
         module.data_layout = str(tm.target_data)
         module.verify()
-        missing = sorted(fn.name for fn in module.functions
-                         if fn.is_declaration and not fn.name.startswith("llvm.") and not llvm.address_of_symbol(fn.name))
+        missing = sorted(fn.name for fn in module.functions if fn.is_declaration
+                         and not fn.name.startswith("llvm.") and not llvm.address_of_symbol(fn.name))
         if missing:
             raise EmulationError(f"the kernel IR calls {', '.join(missing)}, which the emulator does not provide")
         pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=2))
@@ -442,7 +442,8 @@ class Emulator:
         self.shared = []  # (address, bytes) of each static shared array
         for name in host.static_shared:
             gv = module.get_global_variable(name)
-            self.shared.append((self.engine.get_global_value_address(name), tm.target_data.get_abi_size(gv.global_value_type)))
+            self.shared.append((self.engine.get_global_value_address(name),
+                                tm.target_data.get_abi_size(gv.global_value_type)))
         self.dynamic_shared = self.engine.get_global_value_address("emu.dynamic_shared") if host.dynamic_shared else 0
         self.max_blocks = max_blocks
         self.max_threads = max_threads
@@ -497,9 +498,12 @@ class Emulator:
             raise EmulationError(f"kernel '{name}': an empty launch, grid {grid}, block {block}")
         if block[0] * block[1] * block[2] > 1024 or block[2] > 64 or grid[1] > 65535 or grid[2] > 65535:
             raise EmulationError(f"kernel '{name}': a launch the GPU refuses, grid {grid}, block {block}")
-        if shared_bytes > DYNAMIC_SHARED_BYTES or (shared_bytes and not self.dynamic_shared):
+        if shared_bytes > DYNAMIC_SHARED_BYTES:
             raise EmulationError(f"kernel '{name}': {shared_bytes} bytes of dynamic shared memory "
-                                 f"({'no extern shared array' if shared_bytes <= DYNAMIC_SHARED_BYTES else 'too many'})")
+                                 f"(at most {DYNAMIC_SHARED_BYTES})")
+        if shared_bytes and not self.dynamic_shared:
+            raise EmulationError(f"kernel '{name}': {shared_bytes} bytes of dynamic shared memory, "
+                                 "but the module has no extern shared array")
         params = self.host.kernels[name]
         if len(args) != len(params):
             raise EmulationError(f"kernel '{name}' takes {len(params)} arguments, the launch passes {len(args)}")

@@ -201,7 +201,8 @@ static int ensure_stacks(int n, size_t bytes) {
     }
     for (int i = 0; i < n; i++) {
         if (stack_pool[i]) continue;
-        char *base = mmap(NULL, bytes + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        char *base = mmap(NULL, bytes + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                          -1, 0);
         if (base == MAP_FAILED) return -1;
         mprotect(base, 4096, PROT_NONE); /* a stack overflow faults instead of corrupting */
         stack_pool[i] = base + 4096;
@@ -353,8 +354,8 @@ uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
     int all = expected < 0;
     if (all) expected = B.nthreads;
     else if (expected % 32 != 0 || expected > ((B.nthreads + 31) / 32) * 32 || expected == 0) {
-        fail("barrier %d: a thread count of %d is not a positive multiple of 32 within the block's %d threads (thread %d)",
-             id, expected, B.nthreads, f->linear);
+        fail("barrier %d: a thread count of %d is not a positive multiple of 32 within the block's %d threads "
+             "(thread %d)", id, expected, B.nthreads, f->linear);
         fail_here(f);
     }
     Barrier *bar = &B.barriers[id];

@@ -500,7 +500,8 @@ def _mma_kernel(name: str, intrinsic: str, a_type: str, acc: str, b_matrix: str)
 @{name}_b = internal addrspace(3) global [64 x i32] undef, align 16
 declare {{{acc}, {acc}, {acc}, {acc}}} @llvm.nvvm.mma.{intrinsic}({", ".join([a_type] * 6 + [acc] * 4)})
 
-define ptx_kernel void @{name}(ptr addrspace(1) %amat, ptr addrspace(1) %bmat, ptr addrspace(1) %cmat, ptr addrspace(1) %dmat) {{
+define ptx_kernel void @{name}(ptr addrspace(1) %amat, ptr addrspace(1) %bmat, ptr addrspace(1) %cmat,
+                               ptr addrspace(1) %dmat) {{
 entry:
   %l = call i32 @llvm.nvvm.read.ptx.sreg.laneid()
   br label %copy
