@@ -21,20 +21,21 @@ to the host and JIT-compiles it:
   once every existing lane of their member mask has arrived. A shuffle that reads a lane
   outside the operation reads 0xFFFFFFFF. ``ldmatrix`` and ``mma.sync`` (m16n8k16 f16/bf16,
   m16n8k32 s8/u8) are whole-warp operations with the PTX ISA's fragment layouts. Fences
-  and ``membar`` are no-ops (the fibers
-  share one OS thread, so memory is always coherent and atomics are atomic); ``cp.async``
-  copies at once.
+  and ``membar`` are no-ops (the fibers share one OS thread, so memory is always coherent
+  and atomics are atomic); ``cp.async`` copies at once.
 
-Blocks of a launch run one after another; inside a block, the runnable threads are
-resumed after every synchronisation point in ``schedule`` order: ``"ascending"``,
-``"descending"`` or ``"random"`` (seeded with ``seed``). A correct kernel gives the same
-bits under every schedule. A block where no thread can go on but some have not finished
+Blocks of a launch run one after another. Inside a block, whenever a thread reaches a
+synchronisation point or exits, the scheduler runs next the lowest-numbered
+(``schedule="ascending"``), the highest-numbered (``"descending"``) or a random
+(``"random"``, seeded with ``seed``) runnable thread, so one thread may run far ahead of
+the others up to the next barrier. A correct kernel gives the same bits under every
+schedule. A block where no thread can go on but some have not finished
 (a barrier that some thread skipped or exited before, threads at different barriers, a
 shuffle whose lanes went separate ways) raises ``EmulationError`` naming the kernel and
 saying which threads wait where, instead of hanging. A thread that exits while others
 wait at a barrier for the whole block is reported too, although PTX's ``exit`` releases
-such a barrier: that is almost always a bug (a status check some threads of the block
-saw and others did not); ``exit_releases_barriers=True`` follows PTX instead.
+such a barrier, because it is often a bug (a check some threads of the block took and
+others did not); ``exit_releases_barriers=True`` follows PTX instead.
 
 ``max_blocks`` caps every grid dimension and ``max_threads`` the block's x dimension, so
 that each thread of a grid-stride kernel covers many points; a correct kernel gives the
