@@ -496,7 +496,9 @@ static void warp_collective(int op, uint32_t mask, uint64_t value, uint32_t b, u
         if (!(members >> l & 1)) continue;
         Fiber *g = &B.fibers[32 * f->warp + l];
         lanes[l] = g;
-        ready = g->state == WAIT_WARP && g->op == op && g->mask == mask && g->b == b && (op != LDMATRIX || g->c == c);
+        /* shuffles take a source lane or offset per lane; ldmatrix and mma a shape for the warp */
+        ready = g->state == WAIT_WARP && g->op == op && g->mask == mask &&
+                (op < LDMATRIX || (g->b == b && g->c == c));
     }
     if (ready) complete_warp_op(lanes, members, op);
     to_scheduler(f);

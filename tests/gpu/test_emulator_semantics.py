@@ -203,9 +203,11 @@ done:
 }
 
 ; Shuffles over segments of 8 lanes (CUDA's width argument): idx broadcasts each
-; segment's lane 2, up shifts by one within the segment; and a predicated down by 3.
+; segment's lane 2, up shifts by one within the segment; a predicated down by 3; and an
+; idx with a source lane of its own for every lane (the warp reversed).
 define ptx_kernel void @segments(ptr addrspace(1) %in, ptr addrspace(1) %out_idx, ptr addrspace(1) %out_up,
-                                 ptr addrspace(1) %out_down, ptr addrspace(1) %out_pred) {
+                                 ptr addrspace(1) %out_down, ptr addrspace(1) %out_pred,
+                                 ptr addrspace(1) %out_mirror) {
 entry:
   %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
   %ip = getelementptr i32, ptr addrspace(1) %in, i32 %tid
@@ -213,6 +215,10 @@ entry:
   %a = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %x, i32 2, i32 6175)   ; (32-8)<<8 | 31
   %b = call i32 @llvm.nvvm.shfl.sync.up.i32(i32 -1, i32 %x, i32 1, i32 6144)    ; (32-8)<<8
   %c = call {i32, i1} @llvm.nvvm.shfl.sync.down.i32p(i32 -1, i32 %x, i32 3, i32 31)
+  %mirror = sub i32 31, %tid
+  %e = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 %x, i32 %mirror, i32 31)
+  %p4 = getelementptr i32, ptr addrspace(1) %out_mirror, i32 %tid
+  store i32 %e, ptr addrspace(1) %p4
   %cv = extractvalue {i32, i1} %c, 0
   %cp = extractvalue {i32, i1} %c, 1
   %cz = zext i1 %cp to i32
@@ -681,11 +687,12 @@ def test_shuffle_segments_and_predicate(emulators):
     x = np.arange(100, 132, dtype=np.int32)
     lanes = np.arange(32)
     z = np.zeros(32, np.int32)
-    _, idx, up, down, pred = launch(emulators(WARP), "segments", (1, 1, 1), (32, 1, 1), x, z, z, z, z)
+    _, idx, up, down, pred, mirror = launch(emulators(WARP), "segments", (1, 1, 1), (32, 1, 1), x, z, z, z, z, z)
     np.testing.assert_array_equal(idx, x[(lanes & ~7) | 2])
     np.testing.assert_array_equal(up, np.where(lanes % 8 == 0, x, x[lanes - 1]))
     np.testing.assert_array_equal(down, np.where(lanes + 3 <= 31, x[np.minimum(lanes + 3, 31)], x))
     np.testing.assert_array_equal(pred, (lanes + 3 <= 31).astype(np.int32))
+    np.testing.assert_array_equal(mirror, x[::-1])
 
 
 @pytest.mark.parametrize("threads", [32, 40])
