@@ -395,6 +395,18 @@ class HostModule:
             if llvm.address_of_symbol(nv.removeprefix("__nv_")):
                 text = re.sub(rf'@"?{nv}"?(?=\()', f'@"{nv.removeprefix("__nv_")}"', text)
         text = _strip_address_spaces(text)
+        # overloaded generic intrinsics name their pointers' address spaces (memcpy.p3.p1):
+        # with every pointer in address space 0 they become the p0 overloads, declared once
+        text = re.sub(r'@"?llvm\.[\w.]+"?(?=\()', lambda m: re.sub(r"\.p\d+(?=\.|\b)", ".p0", m.group(0)), text)
+        declared, kept = set(), []
+        for line in text.splitlines():
+            callee = re.match(r'declare [^@]*(@"?llvm\.[\w.]+"?)\(', line)
+            if callee and callee.group(1) in declared:
+                continue
+            if callee:
+                declared.add(callee.group(1))
+            kept.append(line)
+        text = "\n".join(kept)
         # the generic intrinsics the definitions use, unless the kernel declares them already
         used = [line for line in _MEMORY_INTRINSICS.strip().splitlines()
                 if re.search(r"(@[\w.]+)\(", line).group(1) + "(" not in text]

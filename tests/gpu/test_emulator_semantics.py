@@ -832,6 +832,38 @@ define ptx_kernel void @ids(ptr addrspace(1) %out) {
     assert emulator.runs == [("ids", (2, 1, 1), (8, 1, 1)), ("block_sum", (2, 1, 1), (64, 1, 1))]
 
 
+def test_generic_intrinsics_on_shared_and_global_pointers(emulators):
+    """memcpy's address-space overloads (p3.p1, p1.p3) next to the p0 one."""
+    text = HEADER + """
+declare void @llvm.memcpy.p3.p1.i64(ptr addrspace(3), ptr addrspace(1), i64, i1)
+declare void @llvm.memcpy.p1.p3.i64(ptr addrspace(1), ptr addrspace(3), i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+@tile = internal addrspace(3) global [16 x i32] undef, align 4
+define ptx_kernel void @stage(ptr addrspace(1) %in, ptr addrspace(1) %out) {
+entry:
+  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %first = icmp eq i32 %t, 0
+  br i1 %first, label %load, label %wait
+load:
+  call void @llvm.memcpy.p3.p1.i64(ptr addrspace(3) @tile, ptr addrspace(1) %in, i64 64, i1 false)
+  br label %wait
+wait:
+  call void @llvm.nvvm.barrier0()
+  %last = icmp eq i32 %t, 31
+  br i1 %last, label %store, label %exit
+store:
+  call void @llvm.memcpy.p1.p3.i64(ptr addrspace(1) %out, ptr addrspace(3) @tile, i64 64, i1 false)
+  br label %exit
+exit:
+  ret void
+}
+"""
+    x = np.arange(16, dtype=np.int32)
+    for schedule in SCHEDULES[:2]:
+        _, out = launch(emulators(text), "stage", (1, 1, 1), (32, 1, 1), x, np.zeros_like(x), schedule=schedule)
+        np.testing.assert_array_equal(out, x)
+
+
 def test_ir_without_a_model_is_refused():
     unknown = HEADER + """
 declare i32 @llvm.nvvm.read.ptx.sreg.clusterid.x()
