@@ -56,7 +56,7 @@ def emit_atomic(fe, e: P.Atomic) -> ir.Value:
         old = b.extract_value(pair, 0)
         return b.bitcast(old, ty) if bits is not ty else old
     if dtype.is_float:
-        if e.op in ("add", "sub"):
+        if e.op in ("add", "sub") and dtype.kind != "bfloat":  # (bf16: its bits, updated in f32 below)
             return _rmw(b, "fadd" if e.op == "add" else "fsub", ptr, value, e.order, scope)
         if e.op == "exchange":
             return b.bitcast(_rmw(b, "xchg", ptr, b.bitcast(value, bits), e.order, scope), ty)

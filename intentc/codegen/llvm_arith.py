@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from intentc.codegen import mathlib, mx_llvm
+from intentc.codegen import bf16_llvm, mathlib, mx_llvm
 from intentc.codegen.llvm_types import UnsupportedError, type_suffix, reg_type
-from intentc.kir.types import DType
+from intentc.kir.types import DTYPES, DType
+
+F32 = DTYPES["f32"]
 
 
 class ArithmeticEmitter:
@@ -23,6 +25,8 @@ class ArithmeticEmitter:
 
     def binary(self, op: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
         b = self.builder
+        if dtype.kind == "bfloat":  # in f32, rounded once
+            return bf16_llvm.narrow(b, self.binary(op, bf16_llvm.widen(b, a), bf16_llvm.widen(b, c), F32))
         if dtype.is_float:
             if op == "add":
                 return b.fadd(a, c)
@@ -149,6 +153,8 @@ class ArithmeticEmitter:
 
     def unary(self, op: str, a: ir.Value, dtype: DType) -> ir.Value:
         b = self.builder
+        if dtype.kind == "bfloat":  # in f32, rounded once
+            return bf16_llvm.narrow(b, self.unary(op, bf16_llvm.widen(b, a), F32))
         if op == "neg":
             return b.fneg(a) if dtype.is_float else b.sub(ir.Constant(a.type, 0), a)
         if op == "not":
@@ -168,6 +174,8 @@ class ArithmeticEmitter:
     def compare(self, pred: str, a: ir.Value, c: ir.Value, dtype: DType) -> ir.Value:
         b = self.builder
         symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[pred]
+        if dtype.kind == "bfloat":  # exact in f32
+            a, c, dtype = bf16_llvm.widen(b, a), bf16_llvm.widen(b, c), F32
         if dtype.is_float:
             # Every comparison with NaN is false except !=, as in IEEE and Python.
             return b.fcmp_unordered(symbol, a, c) if pred == "ne" else b.fcmp_ordered(symbol, a, c)
@@ -180,6 +188,12 @@ class ArithmeticEmitter:
         to = reg_type(dst)
         if src == dst:
             return a
+        if src.kind == "bfloat":  # every bf16 is an f32: convert from that
+            a, src = bf16_llvm.widen(b, a), F32
+            if dst == F32:
+                return a
+        if dst.kind == "bfloat":
+            return self.to_bf16(a, src)
         if src.kind == "mx" or dst.kind == "mx":  # OCP Microscaling conversions
             return mx_llvm.cast(b, a, src, dst, reg_type)
         if dst.is_bool:
@@ -209,3 +223,13 @@ class ArithmeticEmitter:
             return b.trunc(a, to)
         return b.sext(a, to) if src.is_signed else b.zext(a, to)
 
+    def to_bf16(self, a: ir.Value, src: DType) -> ir.Value:
+        """``a`` rounded once to bf16 (nearest, ties to even), from any dtype."""
+        b = self.builder
+        if src.is_bool or src.kind == "mx" or (src.is_float and src.bits < 32):  # exact in f32
+            return bf16_llvm.narrow(b, self.cast(a, src, F32))
+        if src == F32:
+            return bf16_llvm.narrow(b, a)
+        if src.is_float:
+            return bf16_llvm.from_f64(b, a)
+        return bf16_llvm.from_int(b, a, src.is_signed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from intentc.codegen import mx_llvm
+from intentc.codegen import bf16_llvm, mx_llvm
 from intentc.codegen.atomics import emit_atomic
 from intentc.codegen.llvm_types import I1, I8, I32, mem_type, reg_type, type_suffix
 from intentc.lower import program as P
@@ -32,6 +32,8 @@ class ExpressionEmitter:
         t = reg_type(e.dtype)
         if e.dtype.is_bool:
             return ir.Constant(I1, int(bool(e.value)))
+        if e.dtype.kind == "bfloat":
+            return ir.Constant(t, bf16_llvm.constant_bits(e.value))
         if e.dtype.is_float:
             return ir.Constant(t, float(e.value))
         return ir.Constant(t, int(e.value) & ((1 << e.dtype.bits) - 1))
@@ -87,6 +89,11 @@ class ExpressionEmitter:
     def muladd(self, e: P.MulAdd) -> ir.Value:  # a contraction grants the fused multiply-add (T3, T7)
         b = self.builder
         x, y, z = self.expr(e.a), self.expr(e.b), self.expr(e.c)
+        if e.dtype.kind == "bfloat":  # in f32 (fused: rounded to f32, then to bf16, as the interpreter)
+            x, y, z = (bf16_llvm.widen(b, v) for v in (x, y, z))
+            kind = "fma" if e.fused else "fmuladd"
+            return bf16_llvm.narrow(b, b.call(self.mod.intrinsic(f"llvm.{kind}.{type_suffix(x.type)}", x.type,
+                                                                 [x.type] * 3), [x, y, z]))
         if e.dtype.is_float and e.fused:  # I.fma: one rounding (f16: to f32, then to f16, as the interpreter)
             if isinstance(x.type, ir.HalfType) or (isinstance(x.type, ir.VectorType)
                                                    and isinstance(x.type.element, ir.HalfType)):
@@ -107,7 +114,7 @@ class ExpressionEmitter:
         return self.builder.select(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
 
     def cast_expr(self, e: P.Cast) -> ir.Value:
-        if e.in_range and e.a.dtype.is_float and e.dtype.is_int:  # no saturation: vectorises
+        if e.in_range and e.a.dtype.is_float and e.a.dtype.kind != "bfloat" and e.dtype.is_int:  # no saturation
             convert = self.builder.fptosi if e.dtype.is_signed else self.builder.fptoui
             return convert(self.expr(e.a), reg_type(e.dtype))
         return self.cast(self.expr(e.a), e.a.dtype, e.dtype)

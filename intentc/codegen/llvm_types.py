@@ -2,7 +2,8 @@
 
 A value in registers (``reg_type``: bool is ``i1``, a ``VectorType`` an LLVM vector), an element
 in memory (``mem_type``: bool is one byte) and a scalar argument of an exported entry
-(``arg_type``: bool a byte, f16/bf16 their 16 bits, as the C ABI passes them).
+(``arg_type``: bool a byte, f16/bf16 their 16 bits, as the C ABI passes them). A bf16 is its bits
+in registers too: every operation on it widens to f32 first (``bf16_llvm.py``).
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def reg_type(dtype: DType) -> ir.Type:
         return ir.IntType(dtype.bits)
     if dtype.name == "f16":
         return ir.HalfType()
+    if dtype.name == "bf16":  # its bits: arithmetic runs in f32 (bf16_llvm.py)
+        return I16
     if dtype.name == "f32":
         return ir.FloatType()
     if dtype.name == "f64":

@@ -376,8 +376,6 @@ def _buffer(b, name: str, node: ast.Call):
                     node.span, rule="M2", hint="e.g. I.buffer(f32, [n], fill=0.0): every element starts as fill")
     dtype_node = node.args[0]
     dtype = dtype_of(dtype_node)
-    if dtype.kind == "bfloat":
-        raise error("bf16 buffers are not supported yet", dtype_node.span, rule="M2", hint="use f32")
     if not isinstance(node.args[1], ast.TupleExpr):
         raise error("the extents of I.buffer are a list, e.g. [n, 4]", node.args[1].span, rule="M2",
                     hint="write I.buffer(f32, [n], fill=0.0)")

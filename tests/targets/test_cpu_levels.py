@@ -7,8 +7,8 @@ under ``qemu-aarch64 -cpu`` cortex-a53, neoverse-n1 and max. Every build runs on
 driver (generated from the module's manifest) that reads the same inputs and writes every
 output; NaN payloads are not part of the ABI, so a NaN compares equal to any NaN.
 
-Kept cheap: one module of a few kernels (every f16 bit pattern, a few thousand f32 and
-i32 values) and the four cheapest samples digest.c covers.
+Kept cheap: one module of a few kernels (every f16 and bf16 bit pattern, a few thousand f32,
+f64, i32 and i64 values) and the four cheapest samples digest.c covers.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from target_tools import (DIGEST, DRIVERS, HOST_IS_X86_64, QEMU, REPO, SYSROOT, 
 
 INTS = ["i8", "i16", "i32", "u8", "u64"]  # the narrow ones saturate f16's range; u64 is converted apart
 NUMPY = {"f16": np.float16, "f32": np.float32, **{t: np.dtype(("int" if t[0] == "i" else "uint") + t[1:]).type
-                                                  for t in INTS}}
+                                                  for t in INTS},
+         "bf16": np.uint16}  # bf16 compared as bits: its NaNs too (the conversions are integer code)
 MATH = ["I.exp(a)", "I.log(a)", "I.tanh(a)", "I.sqrt(a)", "a / b", "a // b", "a % b", "a ** b", "I.minimum(a, b)"]
 
 
@@ -38,7 +39,12 @@ def numeric_source() -> str:
               "@intent.kernel", "def math_f16(a: f16[N], b: f16[N]) -> (f16[N], f16[N], f16[N], f16[N]):",
               "    return I.exp(a), a / b, a * b + a, I.sqrt(a)", "",
               "@intent.kernel", "def ints_i32(a: i32[N], b: i32[N]) -> (i32[N], i32[N], i32[N], i32[N], f16[N]):",
-              "    return a // b, a % b, a << b, a >> b, I.cast(a, f16)", ""]
+              "    return a // b, a % b, a << b, a >> b, I.cast(a, f16)", "",
+              "@intent.kernel",
+              "def math_bf16(a: bf16[N], b: bf16[N]) -> (bf16[N], bf16[N], bf16[N], bf16[N], i32[N], f32[N]):",
+              "    return a * b + a, a / b, I.exp(a), I.sqrt(a), I.cast(a, i32), I.cast(a, f32)", "",
+              "@intent.kernel", "def casts_to_bf16(d: f64[N], k: i64[N]) -> (bf16[N], bf16[N]):",
+              "    return I.cast(d, bf16), I.cast(k, bf16)", ""]
     return "\n".join(lines)
 
 
@@ -56,8 +62,14 @@ def numeric_inputs() -> dict[str, list[np.ndarray]]:
                              rng.integers(-40, 40, 2048).astype(np.int32)])
     # one operand for // and % (zero and -1 among them) and for << and >> (amounts outside [0, 32))
     b = np.where(np.arange(shifts.size) % 2 == 0, shifts, rng.integers(-9, 9, shifts.size)).astype(np.int32)
+    bf16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)  # every bf16 bit pattern
+    f64 = np.concatenate([edges.astype(np.float64), [1 + 2.0**-8 + 2.0**-30, 3.3961e38, 2.0**-134 * 1.5],
+                          rng.integers(0, 1 << 63, 4096 - edges.size - 3, dtype=np.uint64).view(np.float64)])
+    i64 = np.concatenate([np.array([2**63 - 1, -2**63, (1 << 62) + (1 << 54), (1 << 62) + (1 << 54) + 1], np.int64),
+                          rng.integers(-2**63, 2**63 - 1, 4092, dtype=np.int64)])
     return {"casts_f16": [f16], "casts_f32": [f32], "math_f32": [f32, np.roll(f32, 7)],
-            "math_f16": [f16, np.roll(f16, 12345)], "ints_i32": [i32, b]}
+            "math_f16": [f16, np.roll(f16, 12345)], "ints_i32": [i32, b],
+            "math_bf16": [bf16, np.roll(bf16, 4321)], "casts_to_bf16": [f64, i64]}
 
 
 def driver_source(manifest: dict, header: str) -> str:
