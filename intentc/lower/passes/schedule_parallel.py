@@ -3,8 +3,10 @@
 Before: ``parallel`` loops have no grain.
 After: each ``parallel`` loop without a grain gets ``grain = max(1, POINTS_PER_TASK //
 inner)``, where ``inner`` estimates the work of one point: the product of the counts of
-the loops nested in it whose counts are known before the loop starts (``point`` loops,
-a per-point fold over a row, ...). A grain set earlier (e.g. 1 for loops over blocks)
+the loops nested in it, as known before the loop starts (``point`` loops, a per-point fold
+over a row, ...): a count that grows with an enclosing loop's variable is taken at that
+variable's largest value, and one known only inside the point counts ``UNKNOWN_TRIPS``, so
+points whose work is ordered loops are still spread over threads. A grain set earlier (e.g. 1 for loops over blocks)
 is kept. The grain never depends on the thread count, so the work each task does, and
 therefore every result, is the same for any ``INTENT_NUM_THREADS`` (P5).
 """
@@ -17,6 +19,9 @@ from intentc.kir.types import INDEX
 from intentc.lower import program as P
 
 POINTS_PER_TASK = 1 << 15
+# The trips assumed for a nested loop whose count is known only inside the point (a loop over
+# a ragged row, a while loop's body): enough that such points are spread over threads.
+UNKNOWN_TRIPS = 64
 
 
 def run(program: P.Program) -> P.Program:
@@ -71,11 +76,16 @@ def _inner_points(body, assigned: set | None = None, defs: dict | None = None, l
     for s in body:
         if isinstance(s, P.Loop):  # point loops, and per-point folds whose count is known outside
             count = _known_outside(s.count, assigned, defs)
-            if count is None:
-                break
+            if count is None:  # depends on the data (or on what the body computes): a guess
+                count = P.Const(INDEX, UNKNOWN_TRIPS)
             if nested:
                 count = P.Binary(INDEX, "max", P.Const(INDEX, 1), count)
-            return P.Binary(INDEX, "mul", count, _inner_points(s.body, assigned, defs, once=once, nested=True))
+            # Inside, the loop's variable is at most count - 1: a count that grows with it (a
+            # causal loop over t2 <= t) is estimated at its largest.
+            inner_defs = dict(defs)
+            if s.var in once:
+                inner_defs[s.var] = P.Binary(INDEX, "sub", count, P.Const(INDEX, 1))
+            return P.Binary(INDEX, "mul", count, _inner_points(s.body, assigned, inner_defs, once=once, nested=True))
     return P.Const(INDEX, 1)
 
 
