@@ -343,6 +343,43 @@ static int64_t copy_bytes(const IntentArgView *v)
     return (bytes + 63) & ~(int64_t)63; /* each copy starts on a cache line */
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    a = llabs(a);
+    b = llabs(b);
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Whether two views whose byte ranges overlap still share no element: every element of
+ * either starts at its base plus a multiple of g, the gcd of both views' byte strides
+ * over their axes of extent > 1, so two elements can share a byte only if their starts
+ * differ by r = (base_a - base_b) mod g plus a multiple of g. With r >= the size of b's
+ * element and g - r >= the size of a's, none do: interleaved views such as buf[::2] and
+ * buf[1::2] are disjoint. (Packed 4-bit views are left to the byte ranges.) */
+static int interleaved_disjoint(const IntentArgView *a, const IntentArgView *b)
+{
+    if (a->bits == 4 || b->bits == 4)
+        return 0;
+    int64_t size_a = a->bits / 8, size_b = b->bits / 8, g = 0;
+    for (int32_t i = 0; i < a->ndim; i++)
+        if (a->shape[i] > 1)
+            g = gcd64(g, a->strides[i] * size_a);
+    for (int32_t i = 0; i < b->ndim; i++)
+        if (b->shape[i] > 1)
+            g = gcd64(g, b->strides[i] * size_b);
+    if (g == 0)
+        return 0; /* one element each: their byte ranges decide */
+    int64_t r = (int64_t)((uintptr_t)a->data - (uintptr_t)b->data) % g;
+    if (r < 0)
+        r += g;
+    return r >= size_b && g - r >= size_a;
+}
+
 int32_t intent_check_aliasing(const char *kernel, int32_t count, IntentArgView *views, void **scratch)
 {
     if (!kernel)
@@ -380,7 +417,7 @@ int32_t intent_check_aliasing(const char *kernel, int32_t count, IntentArgView *
         for (int32_t j = 0; j < k; j++) {
             IntentArgView *w = &views[j];
             if (!(v->written || w->written) || ranges[j].lo == ranges[j].hi ||
-                !(ranges[j].lo < ranges[k].hi && ranges[k].lo < ranges[j].hi))
+                !(ranges[j].lo < ranges[k].hi && ranges[k].lo < ranges[j].hi) || interleaved_disjoint(v, w))
                 continue;
             if (v->written && w->written)
                 return intent_error(INTENT_E_ALIAS,

@@ -363,12 +363,45 @@ def _self_overlap(array: np.ndarray):
     return None
 
 
+def _packed(array: np.ndarray) -> bool:
+    """A 4-bit format: two elements to a byte in the kernel's view (left to the byte ranges)."""
+    fmt = mx.BY_ML_DTYPES.get(array.dtype.name)
+    return fmt is not None and fmt.bits == 4
+
+
+def _interleaved_disjoint(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays whose byte ranges overlap still share no element, by the runtime's
+    test (``interleaved_disjoint``): their elements start at their bases plus multiples of
+    the gcd g of both arrays' byte strides over axes of extent > 1; with r = (base_a -
+    base_b) mod g, r >= b's element size and g - r >= a's mean no two elements meet
+    (``buf[::2]`` and ``buf[1::2]``)."""
+    if a.dtype.itemsize == 0 or b.dtype.itemsize == 0 or _packed(a) or _packed(b):
+        return False
+    g = 0
+    for array in (a, b):
+        for stride, extent in zip(array.strides, array.shape):
+            if extent > 1:
+                g = math.gcd(g, abs(stride))
+    if g == 0:
+        return False
+    r = (a.__array_interface__["data"][0] - b.__array_interface__["data"][0]) % g
+    return r >= b.dtype.itemsize and g - r >= a.dtype.itemsize
+
+
+def _overlap(ranges, arrays, j: int, k: int) -> bool:
+    """Whether arrays j and k may share an element: their byte ranges meet and the strides do
+    not keep them apart."""
+    return ranges[j][0] != ranges[j][1] and ranges[k][0] != ranges[k][1] and ranges[j][0] < ranges[k][1] \
+        and ranges[k][0] < ranges[j][1] and not _interleaved_disjoint(arrays[k], arrays[j])
+
+
 def check_aliasing(kernel: str, tensors: list) -> set[str]:
     """The aliasing rule over ``tensors`` ((Parameter, array) in declaration order), as
     ``intent_check_aliasing``: a written array that overlaps itself or another written one
     is ``INTENT_E_ALIAS`` (in the runtime's words); returns the names of the read-only
     arrays whose bytes overlap a written one's, which the kernel must read from a copy."""
     ranges = [_byte_range(a) for _, a in tensors]
+    arrays = [a for _, a in tensors]
     for k, (p, array) in enumerate(tensors):
         if not p.written or ranges[k][0] == ranges[k][1]:
             continue
@@ -383,8 +416,7 @@ def check_aliasing(kernel: str, tensors: list) -> set[str]:
                                        f"{span} of its smaller strides, so two of its indices address one element")
         for j in range(k):
             q = tensors[j][0]
-            if q.written and ranges[j][0] != ranges[j][1] and ranges[j][0] < ranges[k][1] \
-                    and ranges[k][0] < ranges[j][1]:
+            if q.written and _overlap(ranges, arrays, j, k):
                 raise KernelError(E_ALIAS, f"{kernel}: parameters '{q.name}' and '{p.name}' overlap in memory and "
                                            f"both are written, so the result would depend on the order of the "
                                            f"writes")
@@ -392,8 +424,7 @@ def check_aliasing(kernel: str, tensors: list) -> set[str]:
     for k, (p, _) in enumerate(tensors):
         if p.written or ranges[k][0] == ranges[k][1]:
             continue
-        if any(q.written and ranges[j][0] < ranges[k][1] and ranges[k][0] < ranges[j][1]
-               for j, (q, _) in enumerate(tensors)):
+        if any(q.written and j != k and _overlap(ranges, arrays, j, k) for j, (q, _) in enumerate(tensors)):
             copied.add(p.name)
     return copied
 

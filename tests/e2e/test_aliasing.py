@@ -187,12 +187,45 @@ def test_overlapping_outputs_are_refused(kernels):
         buf = np.zeros(15, np.float32)
         return buf, (np.ones(8, np.float32), buf[7:], buf[7::-1]), {}
 
-    def interleaved():  # disjoint elements, overlapping ranges: refused too (docs/abi.md)
-        buf = np.zeros(16, np.float32)
-        return buf, (np.ones(8, np.float32), buf[::2], buf[1::2]), {}
+    def same_parity():  # interleaved strides, but starting on a common element
+        buf = np.zeros(18, np.float32)
+        return buf, (np.ones(8, np.float32), buf[:16:2], buf[2::2]), {}
 
-    for make in (same, by_one_element, reversed_one, interleaved):
+    def half_element_apart():  # a byte offset that is not a whole element: elements meet
+        raw = np.zeros(72, np.uint8)
+        a = np.lib.stride_tricks.as_strided(raw[:].view(np.float32), (8,), (8,))
+        b = np.lib.stride_tricks.as_strided(raw[2:66].view(np.float32), (8,), (8,))
+        return raw, (np.ones(8, np.float32), a, b), {}
+
+    for make in (same, by_one_element, reversed_one, same_parity, half_element_apart):
         refused(kernels, "split", make, ["split: parameters 'a' and 'b' overlap"])
+
+
+def test_interleaved_views_are_disjoint(kernels):
+    """Ranges that intersect but elements that never meet (the gcd of the strides keeps
+    them apart, docs/abi.md): accepted as outputs, and read in place as inputs."""
+    def even_odd():
+        buf = np.zeros(16, np.float32)
+        return buf, (np.arange(8, dtype=np.float32), buf[::2], buf[1::2]), {}
+
+    for final in both(kernels, "split", even_odd):
+        np.testing.assert_array_equal(final[::2], np.arange(8))
+        np.testing.assert_array_equal(final[1::2], np.arange(8) + 1)
+
+    def columns():  # the even and odd columns of a 4 x 6 matrix
+        buf = np.zeros((4, 6), np.float32)
+        return buf, (np.float32(3), buf[:, 1::2]), {}
+
+    for final in both(kernels, "fill2", columns):
+        assert (final[:, 1::2] == 3).all() and (final[:, ::2] == 0).all()
+
+    def input_between_outputs():  # x read from the odd slots while out fills the even ones
+        buf = np.arange(16, dtype=np.float32)
+        return buf, (buf[1::2], buf[::2]), {}
+
+    for final in both(kernels, "rev", input_between_outputs):
+        np.testing.assert_array_equal(final[::2], np.arange(16, dtype=np.float32)[1::2][::-1])
+        np.testing.assert_array_equal(final[1::2], np.arange(16, dtype=np.float32)[1::2])
 
 
 def test_disjoint_outputs_of_one_buffer(kernels):
