@@ -32,6 +32,11 @@ class BuilderState:
         self.params: dict[int, str] = {}  # tensor parameter value id -> name
         self.mutable: set[int] = set()  # ids of tensors that may be written (mut parameters, buffers)
         self.buffers: set[int] = set()  # ids of logical buffers (I.buffer), a memory space (M2)
+        # id(view, reshape or permutation of a writable tensor) -> its relation op: a window (windows.py)
+        self.windows: dict[int, Op] = {}
+        self.relation_roots: dict[int, Value] = {}  # id(relation result) -> the tensor it reads
+        self.point_domains: dict[int, Value] = {}  # id(loop point) -> the domain it ranges over
+        self.axis_extents: dict[int, object] = {}  # id(domain made by x.axis(k)) -> that axis' extent
         self.named_extents: dict[str, tuple[Value, str]] = {}  # extent name -> (its shape value, where from)
         self.parallel_outer: set[str] | None = None  # names defined outside the innermost I.parallel (P2)
         self.carry_args: set[int] = set()  # ids of loop-carried region arguments (O2)

@@ -17,8 +17,10 @@ from intentc.kir.types import INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
 from intentc.sema.conversions import CarryTypeChange, literal_fits
+from intentc.sema import windows
 from intentc.sema.memory import subscript_write
 from intentc.sema.normalize import is_parallel_loop
+from intentc.sema.relations import element_indices, view
 from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
 
 
@@ -58,7 +60,7 @@ def statements(b, stmts) -> None:
 
 def statement(b, stmt) -> None:
     if isinstance(stmt, ast.Assign):
-        assign(b, stmt.target, b.expr(stmt.value), stmt.span)
+        assign(b, stmt.target, b.expr(stmt.value), stmt.span, stmt.value.span)
     elif isinstance(stmt, ast.AnnAssign):
         dtype = dtype_of(stmt.annotation) if not isinstance(stmt.annotation, ast.Subscript) else None
         if dtype is None:
@@ -69,7 +71,7 @@ def statement(b, stmt) -> None:
     elif isinstance(stmt, ast.AugAssign):
         current = b.expr(stmt.target)
         value = b.binary(stmt.op, current, b.expr(stmt.value), stmt.target.span, stmt.value.span, stmt.span)
-        assign(b, stmt.target, value, stmt.span)
+        assign(b, stmt.target, value, stmt.span, stmt.value.span)
     elif isinstance(stmt, ast.ExprStmt):
         b.expr(stmt.value)
     elif isinstance(stmt, ast.Pass):
@@ -89,7 +91,7 @@ def statement(b, stmt) -> None:
         raise error("this statement is not supported here", stmt.span)
 
 
-def assign(b, target, value, span) -> None:
+def assign(b, target, value, span, value_span=None) -> None:
     if isinstance(target, ast.Name):
         if isinstance(value, Literal):
             dtype, previous = value.default_dtype, b.scope.get(target.id)
@@ -106,7 +108,7 @@ def assign(b, target, value, span) -> None:
         for name, item in zip(target.elts, items):
             assign(b, name, item, span)
     elif isinstance(target, ast.Subscript):
-        store(b, target, value, span)
+        store(b, target, value, span, value_span)
     else:
         raise error("cannot assign to this expression", target.span,
                     hint="assign to a name, a tuple of names, or an element like out[i]")
@@ -143,18 +145,23 @@ def bind(b, target: ast.Name, value) -> None:
     b.scope[name] = value
 
 
-def store(b, target: ast.Subscript, value, span) -> None:
-    tensor = b.expr(target.value)
+def store(b, target: ast.Subscript, value, span, value_span=None) -> None:
+    tensor = b.tensor_operand(target.value)
     if not isinstance(tensor, Value) or not isinstance(tensor.type, TensorType):
         raise error("only tensor elements can be assigned", target.value.span)
     if b.sig.kind == "fn":
         raise error(f"helper '{b.sig.name}' writes memory: helpers are pure", target.span, rule="R4",
                     hint="return the value instead; only kernels write into `mut` tensors")
-    if id(tensor) not in b.mutable:
-        name = b.params.get(id(tensor))
-        what = f"parameter '{name}' is read-only" if name else "this tensor is an immutable value"
-        raise error(f"cannot store: {what}", target.value.span, rule="M2",
-                    hint="declare the parameter as `mut` to write into it" if name else None)
+    if id(tensor) not in b.mutable and not windows.is_window(b, tensor):
+        windows.readonly_store(b, tensor, target.value.span)
+    if any(isinstance(item, ast.Slice) for item in target.indices):  # slice assignment (windows.py)
+        windows.slice_assign(b, view(b, tensor, target), value, value_span or span, span)
+        return
+    if windows.is_window(b, tensor):
+        indices = element_indices(b, target, tensor)
+        element = b.scalar_of(value, tensor.type.dtype, span, "an element of the view")
+        windows.store(b, tensor, indices, element, span)
+        return
     subscript_write(b, target, tensor, value, span)  # a store, or a scatter for tensor indices (M4)
 
 
@@ -262,6 +269,7 @@ def for_stmt(b, stmt: ast.For) -> None:
     carried = loop_carried(b, stmt.body)
     point_name = stmt.targets[-1].id
     index = Value(INDEX, point_name)
+    b.point_domains[id(index)] = domain
     args = [index] + [Value(v.type, n.lstrip(".")) for n, v in carried]
     b.carry_args.update(id(a) for a in args[1:])
     _note_literal_carries(b, carried, args[1:])
@@ -322,6 +330,7 @@ def parallel_stmt(b, stmt: ast.For) -> None:
         raise error("I.parallel takes one or more domains", call.span, rule="P1")
     domains = [b.domain_of(b.expr(arg), arg.span) for arg in call.args]
     indices = [Value(INDEX, "") for _ in domains]
+    b.point_domains.update((id(index), domain) for index, domain in zip(indices, domains))
     scope = dict(b.scope)
     if len(stmt.targets) == 1:
         if len(indices) == 1:

@@ -1,0 +1,224 @@
+"""Writable views ("windows") of a ``mut`` tensor or a logical buffer, and writes through them.
+
+A view (``x[r, a:b]``), ``reshape``, ``transpose`` or ``permute`` of a tensor that may be
+written is a *window* onto it: not a copy, but the tensor seen through the view's index
+relation (M1, C4). Through a window
+
+- ``w[i] = v`` stores into the tensor at the indices the relation composes: a view fixes
+  its dropped axes and adds its begins, a permutation reorders the indices, a reshape goes
+  through the logical row-major linear coordinate (S4, C4). The indices are checked against
+  the window's own extents first (D5: a window never lets a write leave it); where an index
+  is a point of the window's own axis (``for c in w.axis(0)``) the check is proven;
+- ``w[i]`` reads the tensor at the same composed indices, so it sees every earlier write,
+  like a parameter does; using ``w`` as a whole tensor value (``I.sum(w)``, ``w * 2.0``)
+  takes its elements where that use stands (the relation is rebuilt there);
+- ``w[a:b, :] = value`` (slice assignment) is one parallel store over the selected
+  elements: the value broadcasts to them (S2; run-time extents checked, S3) and is read as
+  a value, so a value that reads the tensor being written sees it as it was before the
+  assignment (a snapshot is taken by the lowering only then, P6).
+
+Because every write reaches KIR as a ``store`` into the tensor itself, the unique-store
+proof (M4) and the race check (P3) see the composed relation: a program is accepted or
+refused the same whether written through a window or with full indices.
+"""
+from __future__ import annotations
+
+from intentc.diagnostics import error, quote
+from intentc.kir.core import Op, Value
+from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
+from intentc.sema.shapes import broadcast_to, describe, same_extent
+
+RELATIONS = ("view", "reshape", "permute")
+
+
+def note_relation(b, op: Op) -> None:
+    """Record a relation op: its result is a window when its source may be written, and it
+    remembers its root for diagnostics either way."""
+    source, result = op.operands[0], op.result
+    b.relation_roots[id(result)] = b.relation_roots.get(id(source), source)
+    if id(source) in b.mutable or id(source) in b.windows:
+        b.windows[id(result)] = op
+
+
+def is_window(b, value) -> bool:
+    return isinstance(value, Value) and id(value) in b.windows
+
+
+def root_of(b, value: Value) -> Value:
+    """The tensor a relation (window or not) reads; the value itself when it is no relation."""
+    return b.relation_roots.get(id(value), value)
+
+
+def rebuilt(b, window: Value, span) -> Value:
+    """The window's relation emitted again here, so that its elements are read where this use
+    stands (after the writes before it). Its bounds were checked where it was defined."""
+    op = b.windows[id(window)]
+    source = op.operands[0]
+    if id(source) in b.windows:
+        source = rebuilt(b, source, span)
+    fresh = b.emit(op.name, [source] + list(op.operands[1:]), [window.type], dict(op.attrs), span=span,
+                   hint=window.hint or "")
+    b.shapes[id(fresh.result)] = list(b.shape_of(window))
+    note_relation(b, fresh)
+    return fresh.result
+
+
+def compose(b, window: Value, indices: list[Value], span, checked: bool = False) -> tuple[Value, list[Value]]:
+    """The tensor a window stands for and the indices into it of the window's element at
+    ``indices``. ``checked``: the indices range over the window's extents by construction."""
+    op = b.windows.get(id(window))
+    if op is None:
+        return window, list(indices)
+    if not checked:
+        _check_indices(b, window, indices, span)
+    source = op.operands[0]
+    if op.name == "view":
+        mapped, position, k = [], 1, 0
+        for kind in op.attrs["axes"]:
+            if kind == "fix":
+                mapped.append(op.operands[position])
+                position += 1
+            else:
+                begin = op.operands[position]
+                mapped.append(b.emit("add", [begin, indices[k]], [INDEX], span=span).result)
+                position += 2
+                k += 1
+    elif op.name == "permute":
+        mapped = [None] * len(indices)
+        for k, axis in enumerate(op.attrs["perm"]):
+            mapped[axis] = indices[k]
+    else:  # reshape: through the logical row-major linear coordinate (S4, C4)
+        mapped = _unravel(b, _ravel(b, indices, list(op.operands[1:]), span),
+                          [b.index_value(e, span) for e in b.shape_of(source)], span)
+    return compose(b, source, mapped, span, checked=True)  # inside the source by the relation's checks
+
+
+def _ravel(b, indices: list[Value], extents: list[Value], span) -> Value:
+    if not indices:
+        return b.const(0, INDEX, span)
+    linear = indices[0]
+    for index, extent in zip(indices[1:], extents[1:]):
+        scaled = b.emit("mul", [linear, extent], [INDEX], span=span).result
+        linear = b.emit("add", [scaled, index], [INDEX], span=span).result
+    return linear
+
+
+def _unravel(b, linear: Value, extents: list[Value], span) -> list[Value]:
+    out: list = [None] * len(extents)
+    for axis in reversed(range(1, len(extents))):
+        out[axis] = b.emit("mod", [linear, extents[axis]], [INDEX], span=span).result
+        linear = b.emit("floordiv", [linear, extents[axis]], [INDEX], span=span).result
+    if extents:
+        out[0] = linear
+    return out
+
+
+def _check_indices(b, window: Value, indices: list[Value], span) -> None:
+    """0 <= index < extent on every axis of the window (D5), unless the index is a point of a
+    domain over exactly that axis (``w.axis(k)``)."""
+    for axis, (index, extent) in enumerate(zip(indices, b.shape_of(window))):
+        domain = b.point_domains.get(id(index))
+        if domain is not None and id(domain) in b.axis_extents and same_extent(b.axis_extents[id(domain)], extent):
+            continue
+        extent_v = b.index_value(extent, span)
+        zero = b.const(0, INDEX, span)
+        low = b.emit("cmp", [index, zero], [BOOL], {"pred": "ge"}, span=span).result
+        high = b.emit("cmp", [index, extent_v], [BOOL], {"pred": "lt"}, span=span).result
+        ok = b.emit("and", [low, high], [BOOL], span=span).result
+        b.emit("assert_true", [ok, index, extent_v], span=span, attrs={
+            "what": f"index %lld is out of range [0, %lld) on axis {axis} of a view", "rule": "D5", "code": "bounds"})
+
+
+def load(b, window: Value, indices: list[Value], span) -> Value:
+    """``w[i, j]`` with scalar indices: the tensor's current element (M2)."""
+    root, mapped = compose(b, window, indices, span)
+    return b.emit("load", [root] + mapped, [window.type.dtype], span=span).result
+
+
+def store(b, window: Value, indices: list[Value], element: Value, span) -> None:
+    """``w[i, j] = v``: a store into the tensor at the composed indices (M4 sees them)."""
+    root, mapped = compose(b, window, indices, span)
+    b.emit("store", [root] + mapped + [element], span=span)
+
+
+def slice_assign(b, window: Value, value, value_span, span) -> None:
+    """``w[...] = value`` over every element of the window ``w``: one parallel store, the
+    value broadcast to the window (S2) and read as it was before the statement."""
+    dtype = window.type.dtype
+    extents = b.shape_of(window)
+    if isinstance(value, Value) and isinstance(value.type, TensorType):
+        if value.type.dtype != dtype:
+            raise error(f"dtype mismatch: the slice holds {dtype} but the value is {value.type.dtype}", value_span,
+                        hint=f"use I.cast(..., {dtype})")
+        value = _fitted(b, value, extents, value_span)
+    else:
+        value = b.scalar_of(value, dtype, value_span, "an element of the slice")
+    domains = []
+    for extent in extents:
+        zero, one = b.const(0, INDEX, span), b.const(1, INDEX, span)
+        domains.append(b.emit("domain", [zero, b.index_value(extent, span), one], [DOMAIN], span=span).result)
+    points = [Value(INDEX, f"s{k}") for k in range(len(extents))]
+    if not points:  # every axis fixed: one element
+        store(b, window, [], value if not isinstance(value.type, TensorType) else load_value(b, value, []), span)
+        return
+
+    def body():
+        element = load_value(b, value, points) if isinstance(value.type, TensorType) else value
+        root, mapped = compose(b, window, points, span, checked=True)
+        b.emit("store", [root] + mapped + [element], span=span)
+        b.block.ops.append(Op("yield", [], span=span))
+
+    block, _ = b.region(points, b.scope, body)
+    b.emit("parallel", domains, [], regions=[block], span=span)
+
+
+def load_value(b, value: Value, points: list[Value]) -> Value:
+    return b.emit("load", [value] + list(points), [value.type.dtype], span=None).result
+
+
+def _fitted(b, value: Value, extents: list, span) -> Value:
+    """``value`` broadcast to the window's extents: trailing axes align, each extent equal to
+    the window's or 1 (S2); the window itself never broadcasts. Run-time extents are checked
+    before anything is written (S3)."""
+    shape = b.shape_of(value)
+    if len(shape) > len(extents):
+        raise error(f"cannot assign a value with {len(shape)} axes to a slice with {len(extents)}", span, rule="S2",
+                    hint="the value broadcasts to the slice: it has at most as many axes, each of the slice's "
+                         "extent or 1")
+    offset = len(extents) - len(shape)
+    for k, extent in enumerate(shape):
+        target = extents[offset + k]
+        if same_extent(extent, target) or (isinstance(extent, int) and extent == 1):
+            continue
+        axis = k - len(shape)
+        if isinstance(extent, int) and isinstance(target, int):
+            raise error(f"incompatible broadcast: {quote(span) or 'the value'} has extent {extent} but the slice "
+                        f"has extent {target} on axis {axis} (counted from the end)", span, rule="S2",
+                        hint="the value must have the slice's extent on every axis, or 1 to repeat")
+        e = b.index_value(extent, span)
+        t = b.index_value(target, span)
+        one = b.const(1, INDEX, span)
+        equal = b.emit("cmp", [e, t], [BOOL], {"pred": "eq"}, span=span).result
+        unit = b.emit("cmp", [e, one], [BOOL], {"pred": "eq"}, span=span).result
+        ok = b.emit("or", [equal, unit], [BOOL], span=span).result
+        b.emit("assert_true", [ok, e, t], span=span, attrs={
+            "what": f"slice assignment: the value has extent %lld but the slice has %lld on axis {axis} (counted "
+                    f"from the end; {describe(target)}); extents must be equal or the value's 1",
+            "rule": "S2", "code": "shape"})
+    return broadcast_to(b, value, shape, extents, span)
+
+
+def readonly_store(b, tensor: Value, span, what: str = "store") -> None:
+    """The M2 diagnostic for a write into something that cannot be written."""
+    root = root_of(b, tensor)
+    name = b.params.get(id(root))
+    if name is not None and root is not tensor:
+        raise error(f"cannot {what}: this is a view of parameter '{name}', which is read-only", span, rule="M2",
+                    hint=f"declare the parameter as `{name}: mut ...` to write through its views")
+    if name is not None:
+        raise error(f"cannot {what}: parameter '{name}' is read-only", span, rule="M2",
+                    hint=f"declare the parameter as `{name}: mut ...` to write into it")
+    raise error(f"cannot {what}: this tensor is an immutable value", span, rule="M2",
+                hint="a tensor expression is a value; write into a `mut` parameter, a logical buffer "
+                     "(I.buffer), or a view of one of them")
+
