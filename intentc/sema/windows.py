@@ -214,10 +214,10 @@ def readonly_store(b, tensor: Value, span, what: str = "store") -> None:
     name = b.params.get(id(root))
     if name is not None and root is not tensor:
         raise error(f"cannot {what}: this is a view of parameter '{name}', which is read-only", span, rule="M2",
-                    hint=f"declare the parameter as `{name}: mut ...` to write through its views")
+                    hint=f"declare the parameter as `mut` (`{name}: mut ...`) to write through its views")
     if name is not None:
         raise error(f"cannot {what}: parameter '{name}' is read-only", span, rule="M2",
-                    hint=f"declare the parameter as `{name}: mut ...` to write into it")
+                    hint="declare the parameter as `mut` to write into it")
     raise error(f"cannot {what}: this tensor is an immutable value", span, rule="M2",
                 hint="a tensor expression is a value; write into a `mut` parameter, a logical buffer "
                      "(I.buffer), or a view of one of them")
