@@ -37,6 +37,7 @@ class BuilderState:
         self.relation_roots: dict[int, Value] = {}  # id(relation result) -> the tensor it reads
         self.point_domains: dict[int, Value] = {}  # id(loop point) -> the domain it ranges over
         self.axis_extents: dict[int, object] = {}  # id(domain made by x.axis(k)) -> that axis' extent
+        self.tensor_carries: dict[int, list] = {}  # id(loop statement) -> its carried tensors (tensor_carries.py)
         self.named_extents: dict[str, tuple[Value, str]] = {}  # extent name -> (its shape value, where from)
         self.parallel_outer: set[str] | None = None  # names defined outside the innermost I.parallel (P2)
         self.carry_args: set[int] = set()  # ids of loop-carried region arguments (O2)

@@ -17,7 +17,7 @@ from intentc.kir.types import INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
 from intentc.sema.conversions import CarryTypeChange, literal_fits
-from intentc.sema import windows
+from intentc.sema import tensor_carries, windows
 from intentc.sema.memory import subscript_write
 from intentc.sema.normalize import is_parallel_loop
 from intentc.sema.relations import element_indices, view
@@ -191,17 +191,15 @@ def if_stmt(b, stmt: ast.If) -> None:
         b.scope[name] = result
 
 
-def loop_carried(b, body) -> list[tuple[str, Value]]:
-    """The variables a loop body assigns that are defined before it: (name, value before the loop)."""
-    carried = []
+def loop_carried(b, body) -> tuple[list[tuple[str, Value]], list[tuple[str, Value]]]:
+    """The variables a loop body assigns that are defined before it, (name, value before the
+    loop): the scalars (region arguments) and the tensors (buffers, tensor_carries.py)."""
+    carried, tensors = [], []
     for name in assigned_names(body):
         value = b.scope.get(name)
         if isinstance(value, Value):
-            if isinstance(value.type, TensorType):
-                raise error(f"tensor value '{name}' cannot be carried by a loop yet", body[0].span,
-                            hint="store into a `mut` tensor element by element instead")
-            carried.append((name, value))
-    return carried
+            (tensors if isinstance(value.type, TensorType) else carried).append((name, value))
+    return carried, tensors
 
 
 def check_carries(b, carried, scope, span) -> list[Value]:
@@ -266,7 +264,8 @@ def for_stmt(b, stmt: ast.For) -> None:
     elif len(stmt.targets) != 1:
         raise error("an ordered for loop binds one index name", stmt.span, rule="O2")
     domain = b.domain_of(b.expr(iterable), iterable.span)
-    carried = loop_carried(b, stmt.body)
+    carried, tensors = loop_carried(b, stmt.body)
+    carries = tensor_carries.begin(b, stmt, tensors)
     point_name = stmt.targets[-1].id
     index = Value(INDEX, point_name)
     b.point_domains[id(index)] = domain
@@ -279,6 +278,8 @@ def for_stmt(b, stmt: ast.For) -> None:
         scope[name] = arg
 
     def build_body():
+        tensor_carries.bind(b, carries, stmt.span)
+        start = dict(b.scope)
         if enumerated:  # the local ordinal: (i - begin) // step (D6)
             begin = b.emit("dom_begin", [domain], [INDEX], span=stmt.span).result
             step = b.emit("dom_step", [domain], [INDEX], span=stmt.span).result
@@ -287,6 +288,7 @@ def for_stmt(b, stmt: ast.For) -> None:
                                 hint=stmt.targets[0].id).result
             b.scope[stmt.targets[0].id] = ordinal
         statements(b, stmt.body)
+        tensor_carries.finish(b, carries, b.scope, start, stmt.span)
 
     body, final = b.region(args, scope, build_body)
     body.ops.append(Op("yield", check_carries(b, carried, final, stmt.span), span=stmt.span))
@@ -295,11 +297,13 @@ def for_stmt(b, stmt: ast.For) -> None:
     for (name, _), result in zip(carried, op.results):
         result.hint = name.lstrip(".")
         b.scope[name] = result
+    tensor_carries.bind(b, carries, stmt.span)
 
 
 @_adopting_literals
 def while_stmt(b, stmt: ast.While) -> None:
-    carried = loop_carried(b, stmt.body)
+    carried, tensors = loop_carried(b, stmt.body)
+    carries = tensor_carries.begin(b, stmt, tensors)
     cond_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
     body_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
     b.carry_args.update(id(a) for a in cond_args + body_args)
@@ -312,16 +316,24 @@ def while_stmt(b, stmt: ast.While) -> None:
         body_scope[name] = body_arg
 
     def build_cond():
+        tensor_carries.bind(b, carries, stmt.span)
         b.emit("condition", [b.condition(stmt.cond)], span=stmt.cond.span)
 
+    def build_body():
+        tensor_carries.bind(b, carries, stmt.span)
+        start = dict(b.scope)
+        statements(b, stmt.body)
+        tensor_carries.finish(b, carries, b.scope, start, stmt.span)
+
     cond_block, _ = b.region(cond_args, cond_scope, build_cond)
-    body, final = b.region(body_args, body_scope, lambda: statements(b, stmt.body))
+    body, final = b.region(body_args, body_scope, build_body)
     body.ops.append(Op("yield", check_carries(b, carried, final, stmt.span), span=stmt.span))
     op = b.emit("while", [v for _, v in carried], [v.type for _, v in carried],
                    regions=[cond_block, body], span=stmt.span)
     for (name, _), result in zip(carried, op.results):
         result.hint = name.lstrip(".")
         b.scope[name] = result
+    tensor_carries.bind(b, carries, stmt.span)
 
 
 def parallel_stmt(b, stmt: ast.For) -> None:
