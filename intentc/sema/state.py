@@ -37,6 +37,7 @@ class BuilderState:
         self.relation_roots: dict[int, Value] = {}  # id(relation result) -> the tensor it reads
         self.point_domains: dict[int, Value] = {}  # id(loop point) -> the domain it ranges over
         self.axis_extents: dict[int, object] = {}  # id(domain made by x.axis(k)) -> that axis' extent
+        self.defining_op: dict[int, Op] = {}  # id(value) -> the op that made it (emit)
         self.tensor_carries: dict[int, list] = {}  # id(loop statement) -> its carried tensors (tensor_carries.py)
         self.named_extents: dict[str, tuple[Value, str]] = {}  # extent name -> (its shape value, where from)
         self.parallel_outer: set[str] | None = None  # names defined outside the innermost I.parallel (P2)
@@ -53,6 +54,8 @@ class BuilderState:
         op = Op(name, operands, list(result_types), attrs, regions, span,
                 [hint] * len(result_types) if hint else None)
         self.block.ops.append(op)
+        for result in op.results:
+            self.defining_op[id(result)] = op
         return op
 
     def const(self, value, dtype: DType, span=None) -> Value:

@@ -7,9 +7,9 @@ computed — and lives in one logical buffer of its shape, made before the loop:
 - at the start of each iteration (and of a ``while`` condition) the name is the buffer's
   whole view, read where it is used;
 - at the end of each iteration the body's final value is written back into the buffer (a
-  slice assignment, windows.py); when that value reads the carried one in a way the write
-  would disturb, the lowering copies what it reads first (P6), so the buffer plus that
-  copy are the double buffer, and a value that does not read it is written in place;
+  slice assignment, windows.py): in place when each element of the update reads the
+  carried value only at that element (``0.5 * A``); otherwise the lowering copies what it
+  reads first (P6), so the buffer plus that copy are the double buffer;
 - after the loop the name is the buffer's whole view again.
 
 The carried value keeps its dtype and its shape: a different dtype, rank or static extent

@@ -15,7 +15,10 @@ relation (M1, C4). Through a window
 - ``w[a:b, :] = value`` (slice assignment) is one parallel store over the selected
   elements: the value broadcasts to them (S2; run-time extents checked, S3) and is read as
   a value, so a value that reads the tensor being written sees it as it was before the
-  assignment (a snapshot is taken by the lowering only then, P6).
+  assignment. Where each point's element of the value reads the tensor only at the
+  element that point writes (``y[:] = y * 2.0``), those reads are rebuilt inside the
+  store's loop and nothing is copied; otherwise the lowering copies what the value reads
+  first, because a write comes before that read's last use (P6, ``WriteWindows``).
 
 Because every write reaches KIR as a ``store`` into the tensor itself, the unique-store
 proof (M4) and the race check (P3) see the composed relation: a program is accepted or
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from intentc.diagnostics import error, quote
 from intentc.kir.core import Op, Value
+from intentc.kir.ops import REGISTRY
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 from intentc.sema.shapes import broadcast_to, describe, same_extent
 
@@ -161,15 +165,121 @@ def slice_assign(b, window: Value, value, value_span, span) -> None:
     if not points:  # every axis fixed: one element
         store(b, window, [], value if not isinstance(value.type, TensorType) else load_value(b, value, []), span)
         return
+    in_place = _reads_in_place(b, window, value) if isinstance(value.type, TensorType) else []
 
     def body():
-        element = load_value(b, value, points) if isinstance(value.type, TensorType) else value
+        element = value
+        if isinstance(value.type, TensorType):
+            element = load_value(b, _cloned(b, in_place, value, span) if in_place else value, points)
         root, mapped = compose(b, window, points, span, checked=True)
         b.emit("store", [root] + mapped + [element], span=span)
         b.block.ops.append(Op("yield", [], span=span))
 
     block, _ = b.region(points, b.scope, body)
     b.emit("parallel", domains, [], regions=[block], span=span)
+
+
+# Ops computed element by element where their result is read (the pointwise ops and relations).
+_POINTWISE = {name for name, d in REGISTRY.items() if d.family == "core" and name != "const"}
+_LAZY = _POINTWISE | {"broadcast", "view", "reshape", "permute", "join", "indices", "gather", "philox"}
+
+
+class _NotInPlace(Exception):
+    pass
+
+
+def _reads_in_place(b, window: Value, value: Value) -> list[Op] | None:
+    """The ops of ``value`` that read the window's tensor where ``value`` is read, when each of
+    them reads, at every point, exactly the element the assignment writes there: then computing
+    them inside the store's loop reads every element before it is overwritten, and needs no copy.
+    [] when ``value`` does not read the tensor that way at all; None when one reads another
+    element (the lowering then copies what it reads first)."""
+    target = _element_map(b, window)
+    if target is None:
+        return None
+    root = target[0]
+    needed: list[Op] = []
+    known: dict[int, bool] = {}
+
+    def reads(v) -> bool:
+        if not isinstance(v, Value) or not isinstance(v.type, TensorType):
+            return False
+        if id(v) in known:
+            return known[id(v)]
+        op = b.defining_op.get(id(v))
+        result = False
+        if v is root or (op is not None and op.name in RELATIONS and root_of(b, v) is root):
+            if _element_map(b, v) != target:
+                raise _NotInPlace
+            chain = []
+            while op is not None and op.name in RELATIONS:
+                chain.insert(0, op)
+                op = b.defining_op.get(id(op.operands[0]))
+            needed.extend(o for o in chain if o not in needed)
+            result = True
+        elif op is not None and op.name in _LAZY:
+            if any(reads(operand) for operand in op.operands):
+                if op.name not in _POINTWISE:
+                    raise _NotInPlace  # a broadcast or gather of the tensor reads other elements
+                needed.append(op)
+                result = True
+        known[id(v)] = result
+        return result
+
+    try:
+        reads(value)
+    except _NotInPlace:
+        return None
+    return needed
+
+
+def _element_map(b, value: Value):
+    """(tensor, per tensor axis: ("fix", value) or ("point", axis of ``value``, begins)) of a
+    relation chain of views and permutations; None through a reshape."""
+    coords = [("point", k, ()) for k in range(value.type.rank)]
+    op = b.defining_op.get(id(value))
+    while op is not None and op.name in RELATIONS:
+        if op.name == "reshape":
+            return None
+        if op.name == "permute":
+            mapped = [None] * len(coords)
+            for k, axis in enumerate(op.attrs["perm"]):
+                mapped[axis] = coords[k]
+            coords = mapped
+        else:
+            mapped, position, k = [], 1, 0
+            for kind in op.attrs["axes"]:
+                if kind == "fix":
+                    mapped.append(("fix", id(op.operands[position])))
+                    position += 1
+                    continue
+                begin = op.operands[position]
+                tag, axis, begins = coords[k]
+                zero = b.defining_op.get(id(begin))
+                if zero is None or zero.name != "const" or zero.attrs.get("value") != 0:
+                    begins = tuple(sorted(begins + (id(begin),)))
+                mapped.append((tag, axis, begins))
+                position += 2
+                k += 1
+            coords = mapped
+        value = op.operands[0]
+        op = b.defining_op.get(id(value))
+    return value, coords
+
+
+def _cloned(b, ops: list[Op], value: Value, span) -> Value:
+    """``ops`` emitted again here (their operands mapped onto the copies), and ``value``'s copy."""
+    copies: dict[int, Value] = {}
+    for op in ops:
+        operands = [copies.get(id(v), v) for v in op.operands]
+        fresh = b.emit(op.name, operands, [r.type for r in op.results], dict(op.attrs), span=op.span or span)
+        for old, new in zip(op.results, fresh.results):
+            copies[id(old)] = new
+            if id(old) in b.shapes:
+                b.shapes[id(new)] = list(b.shapes[id(old)])
+            if id(old) in b.relation_roots:
+                b.relation_roots[id(new)] = b.relation_roots[id(old)]
+    return copies.get(id(value), value)
 
 
 def load_value(b, value: Value, points: list[Value]) -> Value:

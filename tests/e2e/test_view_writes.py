@@ -280,5 +280,10 @@ def test_slice_assignment_is_one_fused_store():
     assert _allocs("shift") == 0
     assert _allocs("add_bias") == 0
     assert _allocs("transpose_slice_assign") == 0
+    # ... nor when it reads, at every point, only the element written there ...
+    assert _allocs("double_self") == 0
+    assert _allocs("add_column") == 0
+    assert _allocs("accumulate") == 0
     # ... and one snapshot when it reads elements that are overwritten before they are read.
     assert _allocs("shift_self") == 1
+    assert _allocs("jacobi_step") == 0  # B is written from A, then A from B: no element read after its write
