@@ -47,6 +47,17 @@ def two_carries(x: f32[N], steps: i64, out: mut f32[N]):
         A = A * 2.0
     out[:] = A + B
 
+@intent.fn
+def halve_thrice(x: f32[N]) -> f32[N]:
+    A = x
+    for t in I.domain(0, 3):
+        A = 0.5 * A
+    return A
+
+@intent.kernel
+def through_helper(x: f32[N]) -> f32[N]:
+    return halve_thrice(x) + 1.0
+
 @intent.kernel
 def per_point(x: f32[R, C], steps: i64, out: mut f32[R, C]):
     for r in I.parallel(x.axis(0)):
@@ -95,6 +106,11 @@ def test_while_loops_and_several_carries(differential):
         a = a * np.float32(2)
     run = differential(SOURCE, "two_carries", x, 3, np.zeros_like(x))
     np.testing.assert_array_equal(run.args[2], a + b)
+
+
+def test_a_carry_inside_a_helper(differential):
+    x = _f32(7, 5)
+    np.testing.assert_array_equal(differential(SOURCE, "through_helper", x).result, x * np.float32(0.125) + 1)
 
 
 def test_a_carry_inside_a_parallel_point_is_its_own(differential):
