@@ -219,7 +219,7 @@ def _reads_in_place(b, window: Value, value: Value) -> list[Op] | None:
             result = True
         elif op is not None and op.name in _LAZY:
             if any(reads(operand) for operand in op.operands):
-                if op.name not in _POINTWISE:
+                if op.name not in _POINTWISE and not _same_shape_broadcast(b, op):
                     raise _NotInPlace  # a broadcast or gather of the tensor reads other elements
                 needed.append(op)
                 result = True
@@ -250,14 +250,13 @@ def _element_map(b, value: Value):
             mapped, position, k = [], 1, 0
             for kind in op.attrs["axes"]:
                 if kind == "fix":
-                    mapped.append(("fix", id(op.operands[position])))
+                    mapped.append(("fix", _key(b, op.operands[position])))
                     position += 1
                     continue
-                begin = op.operands[position]
                 tag, axis, begins = coords[k]
-                zero = b.defining_op.get(id(begin))
-                if zero is None or zero.name != "const" or zero.attrs.get("value") != 0:
-                    begins = tuple(sorted(begins + (id(begin),)))
+                begin = _key(b, op.operands[position])
+                if begin != ("const", 0):
+                    begins = tuple(sorted(begins + (begin,)))
                 mapped.append((tag, axis, begins))
                 position += 2
                 k += 1
@@ -265,6 +264,36 @@ def _element_map(b, value: Value):
         value = op.operands[0]
         op = b.defining_op.get(id(value))
     return value, coords
+
+
+def _same_shape_broadcast(b, op: Op) -> bool:
+    """A broadcast that only restates its source's extents (each result extent computed the
+    same way as the source's, e.g. both ``N - 1``): element ``p`` reads the source at ``p``."""
+    if op.name != "broadcast":
+        return False
+    source = op.operands[0]
+    if not isinstance(source.type, TensorType) or op.attrs["map"] != list(range(source.type.rank)) or \
+            source.type.rank != op.result.type.rank:
+        return False
+    return all(_extent_key(b, e) == _extent_key(b, target) for e, target in zip(b.shape_of(source), op.operands[1:]))
+
+
+def _extent_key(b, extent) -> tuple:
+    """An extent by how it is computed: constants by value, ``end - begin`` by its operands."""
+    if isinstance(extent, int):
+        return "const", extent
+    op = b.defining_op.get(id(extent))
+    if op is not None and op.name == "sub":
+        return ("sub",) + tuple(_extent_key(b, v) for v in op.operands)
+    return _key(b, extent)
+
+
+def _key(b, index: Value) -> tuple:
+    """An index as the element maps compare it: a constant by its value, else by identity."""
+    op = b.defining_op.get(id(index))
+    if op is not None and op.name == "const":
+        return "const", op.attrs["value"]
+    return "value", id(index)
 
 
 def _cloned(b, ops: list[Op], value: Value, span) -> Value:

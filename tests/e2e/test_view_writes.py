@@ -84,6 +84,10 @@ def double_self(y: mut f32[N]):
     y[:] = y * 2.0
 
 @intent.kernel
+def double_tail(y: mut f32[N]):
+    y[1:N] = y[1:N] * 2.0
+
+@intent.kernel
 def jacobi_step(A: mut f32[N], B: mut f32[N]):
     B[1:N - 1] = 0.33333 * (A[0:N - 2] + A[1:N - 1] + A[2:N])
     A[1:N - 1] = B[1:N - 1]
@@ -224,6 +228,8 @@ def test_in_place_stencils_read_the_value_before_the_assignment(differential, rn
     np.testing.assert_array_equal(run.args[0], np.concatenate([y[:1], y[:-1]]))
     run = differential(SOURCE, "double_self", y)
     np.testing.assert_array_equal(run.args[0], y * np.float32(2))
+    run = differential(SOURCE, "double_tail", y)
+    np.testing.assert_array_equal(run.args[0], np.concatenate([y[:1], y[1:] * np.float32(2)]))
     a, b = _f32(rng, 12), np.zeros(12, np.float32)
     run = differential(SOURCE, "jacobi_step", a, b)
     want_b = b.copy()
@@ -282,6 +288,7 @@ def test_slice_assignment_is_one_fused_store():
     assert _allocs("transpose_slice_assign") == 0
     # ... nor when it reads, at every point, only the element written there ...
     assert _allocs("double_self") == 0
+    assert _allocs("double_tail") == 0
     assert _allocs("add_column") == 0
     assert _allocs("accumulate") == 0
     # ... and one snapshot when it reads elements that are overwritten before they are read.
