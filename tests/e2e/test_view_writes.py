@@ -294,3 +294,12 @@ def test_slice_assignment_is_one_fused_store():
     # ... and one snapshot when it reads elements that are overwritten before they are read.
     assert _allocs("shift_self") == 1
     assert _allocs("jacobi_step") == 0  # B is written from A, then A from B: no element read after its write
+
+
+@pytest.mark.parametrize("kernel", ["double_self", "double_tail", "shift_self", "jacobi_step"])
+def test_in_place_slice_assignments_have_no_race_p3(kernel):
+    # Each point reads its own element before writing it, or a copy: the race sanitizer agrees.
+    import intentc
+
+    args = [np.arange(8, dtype=np.float32)] + ([np.zeros(8, np.float32)] if kernel == "jacobi_step" else [])
+    intentc.interpret(SOURCE, kernel, *args, sanitize="race")
