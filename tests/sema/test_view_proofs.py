@@ -102,3 +102,20 @@ def test_the_right_hand_side_of_a_slice_assignment_is_a_value_p6():
     found = diagnostics("@intent.kernel\ndef k(y: mut f32[N]):\n    for i in I.parallel(y.axis(0)[1:N]):\n"
                         "        v = y[0:N - 1]\n        y[i] = v[i - 1]\n")
     assert [d.rule for d in found] == ["P3"]
+
+
+def test_row_major_index_forms_are_unique_when_the_minor_index_stays_inside_its_extent_m4():
+    # out[b, t, h * D + d] with d over an axis of extent D: (h, d) -> h * D + d is one-to-one.
+    build("@intent.kernel\ndef k(x: f32[B, T, H, D], out: mut f32[B, T, C]):\n"
+          "    for b, t, h, d in I.parallel(x.axis(0), x.axis(1), x.axis(2), x.axis(3)):\n"
+          "        out[b, t, h * D + d] = x[b, t, h, d]\n")
+    build("@intent.kernel\ndef k(x: f32[R, 2], out: mut f32[M]):\n"
+          "    for r, c in I.parallel(x.axis(0), x.axis(1)):\n        out[r * 2 + c] = x[r, c]\n")
+    # d over an axis of another extent E may reach the next h's elements: not proven.
+    found = diagnostics("@intent.kernel\ndef k(x: f32[B, T, H, E], out: mut f32[B, T, C], D: i64):\n"
+                        "    for b, t, h, d in I.parallel(x.axis(0), x.axis(1), x.axis(2), x.axis(3)):\n"
+                        "        out[b, t, h * D + d] = x[b, t, h, d]\n")
+    assert [d.rule for d in found] == ["M4"]
+    found = diagnostics("@intent.kernel\ndef k(x: f32[R, 3], out: mut f32[M]):\n"
+                        "    for r, c in I.parallel(x.axis(0), x.axis(1)):\n        out[r * 2 + c] = x[r, c]\n")
+    assert [d.rule for d in found] in (["M4"], ["P3"])
