@@ -158,7 +158,16 @@ def store(b, target: ast.Subscript, value, span, value_span=None) -> None:
         windows.slice_assign(b, view(b, tensor, target), value, value_span or span, span)
         return
     if windows.is_window(b, tensor):
-        indices = element_indices(b, target, tensor)
+        if len(target.indices) != tensor.type.rank:
+            element_indices(b, target, tensor)  # the rank diagnostic
+        indices = []
+        for item in target.indices:
+            index = b.expr(item)
+            if isinstance(index, Value) and isinstance(index.type, TensorType):
+                raise error("a write through a view takes scalar indices", item.span, rule="M1",
+                            hint="scatter into the tensor itself with its full indices, e.g. "
+                                 "I.scatter(out, (rows, cols), vals)")
+            indices.append(b.as_index(index, item.span))
         element = b.scalar_of(value, tensor.type.dtype, span, "an element of the view")
         windows.store(b, tensor, indices, element, span)
         return

@@ -45,3 +45,10 @@ def test_a_view_is_not_carried_by_a_loop_o2():
 def test_a_view_of_a_read_only_parameter_names_it_m2():
     d = diagnostic(HEAD + "    t = x.transpose()\n    t[0, 0] = 1.0\n")
     assert d.rule == "M2" and "view of parameter 'x'" in d.message and "mut" in d.hint
+
+
+def test_a_write_through_a_view_takes_scalar_indices_m1():
+    d = diagnostic(HEAD + "    o = out[0, :]\n    o[I.indices(x.axis(1))] = 1.0\n")
+    assert d.rule == "M1" and "scalar indices" in d.message and "I.scatter" in d.hint
+    d = diagnostic(HEAD + "    o = out[0, :]\n    o[0, 1] = 1.0\n")
+    assert "1 axis but 2 indices" in d.message
