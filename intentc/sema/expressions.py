@@ -88,7 +88,7 @@ class ExpressionBuilder(BuilderState):
         return TupleValue(tuple(self.expr(e) for e in node.elts))
 
     def expr_Attribute(self, node: ast.Attribute):
-        base = self.expr(node.value)
+        base = self.tensor_operand(node.value)  # .shape of a window reads no element
         if isinstance(base, NamespaceRef):
             if node.attr in DTYPES:
                 return DTypeRef(DTYPES[node.attr])
@@ -351,7 +351,8 @@ class ExpressionBuilder(BuilderState):
             domain = self.expr(node.args[0])
             return self.emit(func.id[1:], [domain], [INDEX], span=node.span).result
         if isinstance(func, ast.Attribute):
-            base = self.expr(func.value)
+            # .axis(k) reads only the shape: a window is not rebuilt for it
+            base = self.tensor_operand(func.value) if func.attr == "axis" else self.expr(func.value)
             if isinstance(base, NamespaceRef):
                 return call_builtin(self, func.attr, node)
             if isinstance(base, Value) and isinstance(base.type, TensorType):
