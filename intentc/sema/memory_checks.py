@@ -21,6 +21,12 @@ points, data read inside). Proven injective when
    written points strictly increase (stream compaction);
 4. or the author asserts it: ``I.scatter(..., unique=True)`` (checked by ``sanitize="unique"``).
 
+Indices are first brought to the tensor's own axes (``coordinates.py``): a read through a
+view or permutation is composed onto the tensor's indices, a group of axes indexed
+``L // E, L % E`` counts as the one coordinate ``L``, and ``X * F + j`` with ``0 <= j < F``
+proven as the pair ``(X, j)``; a read through a relation defined outside a parallel loop
+reads the value the relation took there, which the loop's writes cannot change.
+
 Otherwise the write is a compile error citing M4 (hint: ``I.scatter_reduce``). When every
 axis is free of varying atoms, executes unconditionally in its points and the map is not
 injective, two points provably write one element: the error cites P3 and names them. Two

@@ -7,7 +7,9 @@ keeps their dtypes (O2); ``break`` / ``continue`` / ``return`` were normalised b
 (O3, normalize.py). An ``I.parallel`` body carries nothing across points: assigning a
 name defined outside it is a diagnostic (P2); it never breaks (P4, normalize.py).
 Names are single-assignment values: parameters and extents are read-only, a name keeps
-its type, and ``x[i] = v`` writes a ``mut`` tensor or a buffer (M2, M4; memory.py).
+its type, and ``x[i] = v`` writes a ``mut`` tensor or a buffer (M2, M4; memory.py), or a
+view of one through its relation; ``x[a:b, :] = value`` is a slice assignment (windows.py).
+A loop may carry tensors too; they live in buffers (tensor_carries.py).
 """
 from __future__ import annotations
 
