@@ -20,7 +20,7 @@ from intentc.diagnostics import error, quote
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
-from intentc.sema import conversions
+from intentc.sema import conversions, windows
 from intentc.sema.conversions import CarryTypeChange, literal_fits
 from intentc.sema.builtins import call_builtin
 from intentc.sema.folding import fold_binary, fold_compare, fold_unary
@@ -65,7 +65,10 @@ class ExpressionBuilder(BuilderState):
 
     def expr_Name(self, node: ast.Name):
         if node.id in self.scope:
-            return self.scope[node.id]
+            value = self.scope[node.id]
+            if windows.is_window(self, value):  # read where this use stands (windows.py)
+                return windows.rebuilt(self, value, node.span)
+            return value
         if node.id in DTYPES:
             return DTypeRef(DTYPES[node.id])
         if node.id.startswith(".dom_"):
@@ -74,11 +77,18 @@ class ExpressionBuilder(BuilderState):
         raise error(f"undefined name '{node.id}'", node.span,
                     hint=hint or "define it before use; names defined inside a loop or one branch are local to it")
 
+    def tensor_operand(self, node):
+        """``node`` evaluated as the tensor a subscript or a write addresses: a name bound to a
+        window is the window itself (its relation composes into the access, windows.py)."""
+        if isinstance(node, ast.Name) and node.id in self.scope and windows.is_window(self, self.scope[node.id]):
+            return self.scope[node.id]
+        return self.expr(node)
+
     def expr_TupleExpr(self, node: ast.TupleExpr):
         return TupleValue(tuple(self.expr(e) for e in node.elts))
 
     def expr_Attribute(self, node: ast.Attribute):
-        base = self.expr(node.value)
+        base = self.tensor_operand(node.value)  # .shape of a window reads no element
         if isinstance(base, NamespaceRef):
             if node.attr in DTYPES:
                 return DTypeRef(DTYPES[node.attr])
@@ -301,7 +311,14 @@ class ExpressionBuilder(BuilderState):
         return self.emit("if", [cond], [dtype], regions=[then_block, else_block], span=node.span).result
 
     def expr_Subscript(self, node: ast.Subscript):
-        base = self.expr(node.value)
+        base = self.tensor_operand(node.value)
+        if windows.is_window(self, base):
+            if not any(isinstance(item, ast.Slice) for item in node.indices) and len(node.indices) == base.type.rank:
+                values = [self.expr(item) for item in node.indices]
+                if not any(isinstance(v, Value) and isinstance(v.type, TensorType) for v in values):
+                    indices = [self.as_index(v, item.span) for v, item in zip(values, node.indices)]
+                    return windows.load(self, base, indices, node.span)  # the element as it is now
+            base = windows.rebuilt(self, base, node.value.span)
         if isinstance(base, TupleValue):
             if len(node.indices) != 1 or not isinstance(node.indices[0], ast.Constant) or \
                     not isinstance(node.indices[0].value, int):
@@ -334,7 +351,8 @@ class ExpressionBuilder(BuilderState):
             domain = self.expr(node.args[0])
             return self.emit(func.id[1:], [domain], [INDEX], span=node.span).result
         if isinstance(func, ast.Attribute):
-            base = self.expr(func.value)
+            # .axis(k) reads only the shape: a window is not rebuilt for it
+            base = self.tensor_operand(func.value) if func.attr == "axis" else self.expr(func.value)
             if isinstance(base, NamespaceRef):
                 return call_builtin(self, func.attr, node)
             if isinstance(base, Value) and isinstance(base.type, TensorType):

@@ -73,6 +73,10 @@ def _writable(b, tensor: Value, span, what: str, rule: str = "M2") -> None:
     if b.sig.kind == "fn":
         raise error(f"helper '{b.sig.name}' {what}: helpers are pure", span, rule="R4",
                     hint="return values instead; only kernels write into `mut` tensors or buffers")
+    if id(tensor) in b.windows:
+        raise error("cannot write through a view here: this builtin takes the tensor itself with full indices",
+                    span, rule=rule,
+                    hint="write through the view with `view[i] = v`, or pass the tensor with its full indices")
     if id(tensor) not in b.mutable:
         name = b.params.get(id(tensor))
         desc = f"parameter '{name}' is read-only" if name else "this tensor is an immutable value"

@@ -21,6 +21,12 @@ points, data read inside). Proven injective when
    written points strictly increase (stream compaction);
 4. or the author asserts it: ``I.scatter(..., unique=True)`` (checked by ``sanitize="unique"``).
 
+Indices are first brought to the tensor's own axes (``coordinates.py``): a read through a
+view or permutation is composed onto the tensor's indices, a group of axes indexed
+``L // E, L % E`` counts as the one coordinate ``L``, and ``X * F + j`` with ``0 <= j < F``
+proven as the pair ``(X, j)``; a read through a relation defined outside a parallel loop
+reads the value the relation took there, which the loop's writes cannot change.
+
 Otherwise the write is a compile error citing M4 (hint: ``I.scatter_reduce``). When every
 axis is free of varying atoms, executes unconditionally in its points and the map is not
 injective, two points provably write one element: the error cites P3 and names them. Two
@@ -37,6 +43,7 @@ from __future__ import annotations
 from intentc.diagnostics import CompileError, error
 from intentc.kir.core import Function, Module, Op, Value
 from intentc.kir.provenance import Affine, Provenance
+from intentc.sema.coordinates import Coordinates
 from intentc.sema.injectivity import InjectiveWrites
 from intentc.sema.lattice import coefficient, integer_solution, matrix_rank, null_vector
 from intentc.kir.types import TensorType
@@ -61,9 +68,13 @@ def check_memory(module: Module) -> None:
 
 
 class _Access:
-    def __init__(self, op: Op, root: Value, kind: str, parallels: list, conditional: list, guards: list):
+    def __init__(self, op: Op, root: Value, kind: str, parallels: list, conditional: list, guards: list,
+                 taken_at: tuple | None = None):
         self.op = op
         self.root = root
+        # A read through a relation value (a view of the tensor) reads what the relation saw where
+        # it was defined: the parallel loops enclosing that definition (None: a direct access).
+        self.taken_at = taken_at
         self.kind = kind  # read | write | atomic
         self.parallels = parallels  # enclosing parallel ops, outermost first
         self.conditional = conditional  # per enclosing parallel: something between may skip the access
@@ -74,6 +85,7 @@ class _Checker:
     def __init__(self, func: Function):
         self.func = func
         self.defs: dict[int, Op] = {}
+        self.uses: dict[int, list[Op]] = {}  # value id -> the ops that read it
         self.scope: dict[int, tuple] = {}  # value id -> enclosing parallel ops
         self.loop_domain: dict[int, Value] = {}  # ordered loop point -> its domain
         self.accesses: list[_Access] = []
@@ -110,6 +122,8 @@ class _Checker:
             for r in op.results:
                 self.defs[id(r)] = op
                 self.scope[id(r)] = tuple(parallels)
+            for v in op.operands:
+                self.uses.setdefault(id(v), []).append(op)
             self._access(op, parallels, conditional, guards)
             if op.name == "assert_true" and op.attrs.get("rule") == "G2":
                 self._note_validation(op)
@@ -140,7 +154,13 @@ class _Checker:
         root = self.root(op.operands[0])
         if root is None:
             return  # an immutable tensor value: a pure selection, no memory effect
-        self.accesses.append(_Access(op, root, kind, list(parallels), list(conditional), list(guards)))
+        taken_at = None
+        if op.operands[0] is not root:  # through relations: the one on the tensor itself read it
+            value = op.operands[0]
+            while self.defs[id(value)].operands[0] is not root:
+                value = self.defs[id(value)].operands[0]
+            taken_at = self.scope.get(id(value), ())
+        self.accesses.append(_Access(op, root, kind, list(parallels), list(conditional), list(guards), taken_at))
 
     def root(self, value: Value) -> Value | None:
         """The parameter or buffer a relation of tensors reads, or None for a computed value."""
@@ -184,7 +204,8 @@ class _Checker:
     def shared(self, access: _Access) -> list[Op]:
         """The enclosing parallel loops whose points share the accessed tensor."""
         inside = self.scope.get(id(access.root), ())
-        return [p for p in access.parallels if p not in inside and not _single_point(self, p)]
+        return [p for p in access.parallels if p not in inside and not _single_point(self, p)
+                and (access.taken_at is None or p in access.taken_at)]
 
     def point_keys(self, parallels: list[Op]) -> list[int]:
         return [id(a) for p in parallels for a in p.regions[0].args]
@@ -199,9 +220,24 @@ class _Checker:
         return "invariant"
 
     def scalar_form(self, value: Value) -> Affine | None:
-        if not self.prov.representable(value):
+        if not self.prov.representable(value) and not self._affine_over_invariants(value):
             return None
         return self.prov.affine(value)
+
+    def _affine_over_invariants(self, value: Value) -> bool:
+        """Affine as ``Provenance.representable`` says, except that a value defined outside
+        every parallel loop (``I.cast(a, index)`` of a parameter) counts as one invariant atom:
+        it is the same for every point."""
+        op = self.defs.get(id(value))
+        if op is None or self.scope.get(id(value), ()) == () or self.prov.representable(value):
+            return True
+        if op.name in ("add", "sub", "neg"):
+            return all(self._affine_over_invariants(v) for v in op.operands)
+        if op.name == "mul":
+            a, b = op.operands
+            return (self.prov._const(a) is not None and self._affine_over_invariants(b)) or \
+                (self.prov._const(b) is not None and self._affine_over_invariants(a))
+        return False
 
     def lane_form(self, value: Value, lanes: list[int]) -> Affine | None:
         """The affine form of one lane of a scatter's index tensor, over lane coordinate keys."""
@@ -282,7 +318,8 @@ class _Checker:
             lanes = [-(k + 1) for k in range(shape_rank)]
         points = self.point_keys(parallels)
         columns = points + lanes
-        forms = [self.lane_form(v, lanes) if tensor_lanes else self.scalar_form(v) for v in indices]
+        coordinates = indices if tensor_lanes else Coordinates(self, parallels, points).of_indices(list(indices))[1]
+        forms = [self.lane_form(v, lanes) if tensor_lanes else self.scalar_form(v) for v in coordinates]
         clean, unknown, varying = [], False, []
         for form in forms:
             if form is None:
@@ -374,12 +411,12 @@ class _Checker:
         for access in (w, other):
             if any(access.conditional[access.parallels.index(p)] for p in parallels) or access.op.attrs.get("masked"):
                 return
-            if any(isinstance(v.type, TensorType) for v in access.op.operands[1:1 + access.root.type.rank]):
-                return
         points = self.point_keys(parallels)
-        rank = w.root.type.rank
-        fw = [self.scalar_form(v) for v in w.op.operands[1:1 + rank]]
-        fo = [self.scalar_form(v) for v in other.op.operands[1:1 + rank]]
+        coordinates = Coordinates(self, parallels, points)
+        cw, co = coordinates.of_access(w.op), coordinates.of_access(other.op)
+        if cw is None or co is None or cw[0] != co[0]:
+            return  # tensor indices, a read through a reshape, or different layouts: undecided
+        fw, fo = cw[1], co[1]
         if None in fw or None in fo:
             return
         matrix, delta = [], []

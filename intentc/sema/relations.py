@@ -21,6 +21,7 @@ from intentc.parse import ast
 from intentc.sema.arguments import arity, no_keywords
 from intentc.sema.shapes import same_extent, static_shape
 from intentc.sema.values import Literal, literal_as
+from intentc.sema.windows import note_relation
 
 
 def subregion(b, domain: Value, node: ast.Subscript) -> Value:
@@ -99,6 +100,7 @@ def view(b, tensor: Value, node: ast.Subscript) -> Value:
     static = static_shape(extents)
     op = b.emit("view", operands, [TensorType(tensor.type.dtype, static)], {"axes": axes}, span=node.span)
     b.shapes[id(op.result)] = extents
+    note_relation(b, op)
     return op.result
 
 
@@ -174,6 +176,7 @@ def reshape(b, tensor: Value, node, span) -> Value:
     operands = [tensor] + [b.index_value(e, span) for e in new]
     op = b.emit("reshape", operands, [TensorType(tensor.type.dtype, static)], span=span)
     b.shapes[id(op.result)] = new
+    note_relation(b, op)
     return op.result
 
 
@@ -196,6 +199,7 @@ def permute(b, tensor: Value, perm: list[int], span) -> Value:
     result = TensorType(tensor.type.dtype, tuple(tensor.type.shape[p] for p in perm))
     op = b.emit("permute", [tensor], [result], {"perm": list(perm)}, span=span)
     b.shapes[id(op.result)] = [shape[p] for p in perm]
+    note_relation(b, op)
     return op.result
 
 
@@ -244,8 +248,10 @@ def tensor_method(b, tensor: Value, name: str, node: ast.Call):
             raise error(f"axis {k} is out of range for a tensor with {tensor.type.rank} axes", node.span)
         extent = b.shape_of(tensor)[k]
         zero, one = b.const(0, INDEX, node.span), b.const(1, INDEX, node.span)
-        return b.emit("domain", [zero, b.index_value(extent, node.span), one], [DOMAIN],
-                         span=node.span, attrs={"axis_of": k}).result
+        domain = b.emit("domain", [zero, b.index_value(extent, node.span), one], [DOMAIN],
+                        span=node.span, attrs={"axis_of": k}).result
+        b.axis_extents[id(domain)] = extent  # its points need no check against this axis (windows.py)
+        return domain
     raise error(f"tensors have no method '.{name}'", node.func.span,
                 hint="available: .axis(k), .reshape([...]), .transpose(), .permute([...])")
 

@@ -32,6 +32,13 @@ class BuilderState:
         self.params: dict[int, str] = {}  # tensor parameter value id -> name
         self.mutable: set[int] = set()  # ids of tensors that may be written (mut parameters, buffers)
         self.buffers: set[int] = set()  # ids of logical buffers (I.buffer), a memory space (M2)
+        # id(view, reshape or permutation of a writable tensor) -> its relation op: a window (windows.py)
+        self.windows: dict[int, Op] = {}
+        self.relation_roots: dict[int, Value] = {}  # id(relation result) -> the tensor it reads
+        self.point_domains: dict[int, Value] = {}  # id(loop point) -> the domain it ranges over
+        self.axis_extents: dict[int, object] = {}  # id(domain made by x.axis(k)) -> that axis' extent
+        self.defining_op: dict[int, Op] = {}  # id(value) -> the op that made it (emit)
+        self.tensor_carries: dict[int, list] = {}  # id(loop statement) -> its carried tensors (tensor_carries.py)
         self.named_extents: dict[str, tuple[Value, str]] = {}  # extent name -> (its shape value, where from)
         self.parallel_outer: set[str] | None = None  # names defined outside the innermost I.parallel (P2)
         self.carry_args: set[int] = set()  # ids of loop-carried region arguments (O2)
@@ -47,6 +54,8 @@ class BuilderState:
         op = Op(name, operands, list(result_types), attrs, regions, span,
                 [hint] * len(result_types) if hint else None)
         self.block.ops.append(op)
+        for result in op.results:
+            self.defining_op[id(result)] = op
         return op
 
     def const(self, value, dtype: DType, span=None) -> Value:

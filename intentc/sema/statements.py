@@ -7,7 +7,9 @@ keeps their dtypes (O2); ``break`` / ``continue`` / ``return`` were normalised b
 (O3, normalize.py). An ``I.parallel`` body carries nothing across points: assigning a
 name defined outside it is a diagnostic (P2); it never breaks (P4, normalize.py).
 Names are single-assignment values: parameters and extents are read-only, a name keeps
-its type, and ``x[i] = v`` writes a ``mut`` tensor or a buffer (M2, M4; memory.py).
+its type, and ``x[i] = v`` writes a ``mut`` tensor or a buffer (M2, M4; memory.py), or a
+view of one through its relation; ``x[a:b, :] = value`` is a slice assignment (windows.py).
+A loop may carry tensors too; they live in buffers (tensor_carries.py).
 """
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from intentc.kir.types import INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.annotations import dtype_of
 from intentc.sema.conversions import CarryTypeChange, literal_fits
+from intentc.sema import tensor_carries, windows
 from intentc.sema.memory import subscript_write
 from intentc.sema.normalize import is_parallel_loop
+from intentc.sema.relations import element_indices, view
 from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
 
 
@@ -58,7 +62,7 @@ def statements(b, stmts) -> None:
 
 def statement(b, stmt) -> None:
     if isinstance(stmt, ast.Assign):
-        assign(b, stmt.target, b.expr(stmt.value), stmt.span)
+        assign(b, stmt.target, b.expr(stmt.value), stmt.span, stmt.value.span)
     elif isinstance(stmt, ast.AnnAssign):
         dtype = dtype_of(stmt.annotation) if not isinstance(stmt.annotation, ast.Subscript) else None
         if dtype is None:
@@ -69,7 +73,7 @@ def statement(b, stmt) -> None:
     elif isinstance(stmt, ast.AugAssign):
         current = b.expr(stmt.target)
         value = b.binary(stmt.op, current, b.expr(stmt.value), stmt.target.span, stmt.value.span, stmt.span)
-        assign(b, stmt.target, value, stmt.span)
+        assign(b, stmt.target, value, stmt.span, stmt.value.span)
     elif isinstance(stmt, ast.ExprStmt):
         b.expr(stmt.value)
     elif isinstance(stmt, ast.Pass):
@@ -89,7 +93,7 @@ def statement(b, stmt) -> None:
         raise error("this statement is not supported here", stmt.span)
 
 
-def assign(b, target, value, span) -> None:
+def assign(b, target, value, span, value_span=None) -> None:
     if isinstance(target, ast.Name):
         if isinstance(value, Literal):
             dtype, previous = value.default_dtype, b.scope.get(target.id)
@@ -106,7 +110,7 @@ def assign(b, target, value, span) -> None:
         for name, item in zip(target.elts, items):
             assign(b, name, item, span)
     elif isinstance(target, ast.Subscript):
-        store(b, target, value, span)
+        store(b, target, value, span, value_span)
     else:
         raise error("cannot assign to this expression", target.span,
                     hint="assign to a name, a tuple of names, or an element like out[i]")
@@ -143,18 +147,32 @@ def bind(b, target: ast.Name, value) -> None:
     b.scope[name] = value
 
 
-def store(b, target: ast.Subscript, value, span) -> None:
-    tensor = b.expr(target.value)
+def store(b, target: ast.Subscript, value, span, value_span=None) -> None:
+    tensor = b.tensor_operand(target.value)
     if not isinstance(tensor, Value) or not isinstance(tensor.type, TensorType):
         raise error("only tensor elements can be assigned", target.value.span)
     if b.sig.kind == "fn":
         raise error(f"helper '{b.sig.name}' writes memory: helpers are pure", target.span, rule="R4",
                     hint="return the value instead; only kernels write into `mut` tensors")
-    if id(tensor) not in b.mutable:
-        name = b.params.get(id(tensor))
-        what = f"parameter '{name}' is read-only" if name else "this tensor is an immutable value"
-        raise error(f"cannot store: {what}", target.value.span, rule="M2",
-                    hint="declare the parameter as `mut` to write into it" if name else None)
+    if id(tensor) not in b.mutable and not windows.is_window(b, tensor):
+        windows.readonly_store(b, tensor, target.value.span)
+    if any(isinstance(item, ast.Slice) for item in target.indices):  # slice assignment (windows.py)
+        windows.slice_assign(b, view(b, tensor, target), value, value_span or span, span)
+        return
+    if windows.is_window(b, tensor):
+        if len(target.indices) != tensor.type.rank:
+            element_indices(b, target, tensor)  # the rank diagnostic
+        indices = []
+        for item in target.indices:
+            index = b.expr(item)
+            if isinstance(index, Value) and isinstance(index.type, TensorType):
+                raise error("a write through a view takes scalar indices", item.span, rule="M1",
+                            hint="scatter into the tensor itself with its full indices, e.g. "
+                                 "I.scatter(out, (rows, cols), vals)")
+            indices.append(b.as_index(index, item.span))
+        element = b.scalar_of(value, tensor.type.dtype, span, "an element of the view")
+        windows.store(b, tensor, indices, element, span)
+        return
     subscript_write(b, target, tensor, value, span)  # a store, or a scatter for tensor indices (M4)
 
 
@@ -184,17 +202,15 @@ def if_stmt(b, stmt: ast.If) -> None:
         b.scope[name] = result
 
 
-def loop_carried(b, body) -> list[tuple[str, Value]]:
-    """The variables a loop body assigns that are defined before it: (name, value before the loop)."""
-    carried = []
+def loop_carried(b, body) -> tuple[list[tuple[str, Value]], list[tuple[str, Value]]]:
+    """The variables a loop body assigns that are defined before it, (name, value before the
+    loop): the scalars (region arguments) and the tensors (buffers, tensor_carries.py)."""
+    carried, tensors = [], []
     for name in assigned_names(body):
         value = b.scope.get(name)
         if isinstance(value, Value):
-            if isinstance(value.type, TensorType):
-                raise error(f"tensor value '{name}' cannot be carried by a loop yet", body[0].span,
-                            hint="store into a `mut` tensor element by element instead")
-            carried.append((name, value))
-    return carried
+            (tensors if isinstance(value.type, TensorType) else carried).append((name, value))
+    return carried, tensors
 
 
 def check_carries(b, carried, scope, span) -> list[Value]:
@@ -259,9 +275,11 @@ def for_stmt(b, stmt: ast.For) -> None:
     elif len(stmt.targets) != 1:
         raise error("an ordered for loop binds one index name", stmt.span, rule="O2")
     domain = b.domain_of(b.expr(iterable), iterable.span)
-    carried = loop_carried(b, stmt.body)
+    carried, tensors = loop_carried(b, stmt.body)
+    carries = tensor_carries.begin(b, stmt, tensors)
     point_name = stmt.targets[-1].id
     index = Value(INDEX, point_name)
+    b.point_domains[id(index)] = domain
     args = [index] + [Value(v.type, n.lstrip(".")) for n, v in carried]
     b.carry_args.update(id(a) for a in args[1:])
     _note_literal_carries(b, carried, args[1:])
@@ -271,6 +289,8 @@ def for_stmt(b, stmt: ast.For) -> None:
         scope[name] = arg
 
     def build_body():
+        tensor_carries.bind(b, carries, stmt.span)
+        start = dict(b.scope)
         if enumerated:  # the local ordinal: (i - begin) // step (D6)
             begin = b.emit("dom_begin", [domain], [INDEX], span=stmt.span).result
             step = b.emit("dom_step", [domain], [INDEX], span=stmt.span).result
@@ -279,6 +299,7 @@ def for_stmt(b, stmt: ast.For) -> None:
                                 hint=stmt.targets[0].id).result
             b.scope[stmt.targets[0].id] = ordinal
         statements(b, stmt.body)
+        tensor_carries.finish(b, carries, b.scope, start, stmt.span)
 
     body, final = b.region(args, scope, build_body)
     body.ops.append(Op("yield", check_carries(b, carried, final, stmt.span), span=stmt.span))
@@ -287,11 +308,13 @@ def for_stmt(b, stmt: ast.For) -> None:
     for (name, _), result in zip(carried, op.results):
         result.hint = name.lstrip(".")
         b.scope[name] = result
+    tensor_carries.bind(b, carries, stmt.span)
 
 
 @_adopting_literals
 def while_stmt(b, stmt: ast.While) -> None:
-    carried = loop_carried(b, stmt.body)
+    carried, tensors = loop_carried(b, stmt.body)
+    carries = tensor_carries.begin(b, stmt, tensors)
     cond_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
     body_args = [Value(v.type, n.lstrip(".")) for n, v in carried]
     b.carry_args.update(id(a) for a in cond_args + body_args)
@@ -304,16 +327,24 @@ def while_stmt(b, stmt: ast.While) -> None:
         body_scope[name] = body_arg
 
     def build_cond():
+        tensor_carries.bind(b, carries, stmt.span)
         b.emit("condition", [b.condition(stmt.cond)], span=stmt.cond.span)
 
+    def build_body():
+        tensor_carries.bind(b, carries, stmt.span)
+        start = dict(b.scope)
+        statements(b, stmt.body)
+        tensor_carries.finish(b, carries, b.scope, start, stmt.span)
+
     cond_block, _ = b.region(cond_args, cond_scope, build_cond)
-    body, final = b.region(body_args, body_scope, lambda: statements(b, stmt.body))
+    body, final = b.region(body_args, body_scope, build_body)
     body.ops.append(Op("yield", check_carries(b, carried, final, stmt.span), span=stmt.span))
     op = b.emit("while", [v for _, v in carried], [v.type for _, v in carried],
                    regions=[cond_block, body], span=stmt.span)
     for (name, _), result in zip(carried, op.results):
         result.hint = name.lstrip(".")
         b.scope[name] = result
+    tensor_carries.bind(b, carries, stmt.span)
 
 
 def parallel_stmt(b, stmt: ast.For) -> None:
@@ -322,6 +353,7 @@ def parallel_stmt(b, stmt: ast.For) -> None:
         raise error("I.parallel takes one or more domains", call.span, rule="P1")
     domains = [b.domain_of(b.expr(arg), arg.span) for arg in call.args]
     indices = [Value(INDEX, "") for _ in domains]
+    b.point_domains.update((id(index), domain) for index, domain in zip(indices, domains))
     scope = dict(b.scope)
     if len(stmt.targets) == 1:
         if len(indices) == 1:
