@@ -367,6 +367,7 @@ def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitiz
     for role in plan.finals:
         if role.startswith("artifact"):
             with timer.stage("emit object"):
+                link.prepare_exports(compiled.optimized)
                 obj = emit_object(compiled.optimized, compiled.spec)
             make = {".so": link.link_shared, ".o": link.link_relocatable, ".a": link.archive}[plan.kind]
             with timer.stage("link"), tempfile.TemporaryDirectory(prefix="intentc-out-") as tmp:

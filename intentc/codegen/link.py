@@ -27,10 +27,17 @@ from pathlib import Path
 from intentc.codegen.target import TargetSpec
 from intentc.resources import runtime_dir
 
-RUNTIME_SOURCES = ("error.c", "tensor.c", "thread_pool.c", "alloc.c", "sanitize.c")
+RUNTIME_SOURCES = ("error.c", "tensor.c", "thread_pool.c", "alloc.c", "sanitize.c", "process_state.c")
 RUNTIME_HEADER = "intent_runtime.h"
 RUNTIME_FLAGS = ("-O2", "-fPIC", "-fvisibility=hidden", "-std=c11", "-D_GNU_SOURCE", "-pthread")
 CROSS_TOOLCHAINS = ("gcc", "zig")
+# How a shared library is linked (docs/abi.md, "Many libraries in one program"):
+# -Bsymbolic-functions: its calls to its own kernels and runtime functions stay inside it,
+#   whatever else the process holds (while the one data symbol that the runtime copies
+#   share, intent_runtime_process_state_v1, still resolves process-wide);
+# -z nodelete: dlclose leaves it mapped, since the process's one thread pool may run its code;
+# -soname (added per output): its file name, what a program that links it records.
+SHARED_LIBRARY_FLAGS = ("-Wl,-Bsymbolic-functions", "-Wl,-z,nodelete", "-Wl,--build-id=sha1")
 
 
 class LinkError(Exception):
@@ -160,6 +167,16 @@ def runtime_dependencies(kind: str) -> list[Path]:
     return [source_dir / RUNTIME_HEADER] + [source_dir / n for n in names if n != RUNTIME_HEADER]
 
 
+def prepare_exports(module) -> None:
+    """Give the module's manifest symbol weak linkage (in an llvmlite module, before its
+    object is emitted): every artifact holds an ``intent_module_manifest``, and a program
+    that links several static ones keeps one instead of failing on a duplicate. A shared
+    library's own copy is what ``intentc.load`` reads (its lookup starts in that library)."""
+    for variable in module.global_variables:
+        if variable.name == "intent_module_manifest" and not variable.is_declaration:
+            variable.linkage = "weak_any"
+
+
 def _stage(work: Path, kernel_object: bytes, objects: list[Path], prefix: str = "") -> list[str]:
     (work / "kernels.o").write_bytes(kernel_object)
     names = []
@@ -175,9 +192,8 @@ def link_shared(kernel_object: bytes, output: Path, spec: TargetSpec | None = No
     with tempfile.TemporaryDirectory(prefix="intentc-link-") as tmp:
         work = Path(tmp)
         names = _stage(work, kernel_object, objects)
-        # -Bsymbolic: each library calls its own runtime even when several are loaded.
-        _run([*tools.cc, "-shared", "-pthread", "-Wl,-Bsymbolic", "-Wl,--build-id=sha1", *tools.ldflags,
-              "-o", "out.so", "kernels.o", *names, "-lm"], work)
+        _run([*tools.cc, "-shared", "-pthread", *SHARED_LIBRARY_FLAGS, f"-Wl,-soname,{output.name}",
+              *tools.ldflags, "-o", "out.so", "kernels.o", *names, "-lm"], work)
         output.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(work / "out.so", output)
 

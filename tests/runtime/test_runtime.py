@@ -34,6 +34,7 @@ EXPORTED = {
     "intent_snapshot_restore",
     "intent_snapshot_compare",
     "intent_snapshot_free",
+    "intent_runtime_process_state_v1",  # where the runtime copies of a process meet (process_state.c)
 }
 # The flags generated modules are built with.
 BUILD_FLAGS = ["-O2", "-fPIC", "-fvisibility=hidden", "-shared"]
