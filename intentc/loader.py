@@ -62,7 +62,7 @@ class Kernel:
         self.results = [p for p in self.params if p.result]
         self.written = {p.name for p in self.params if p.written}
         self.packed = any(p.kind == "tensor" and p.dtype == "f4e2m1" for p in self.params)
-        self.func = getattr(module.lib, self.name)
+        self.func = getattr(module.lib, spec.get("symbol", self.name))  # --prefix: PREFIX + name
         self.func.restype = ctypes.c_int32
         self.func.argtypes = [ctypes.POINTER(IntentTensor) if p.kind == "tensor" else _SCALAR_CTYPES[p.dtype]
                               for p in self.params]

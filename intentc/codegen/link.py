@@ -167,11 +167,17 @@ def runtime_dependencies(kind: str) -> list[Path]:
     return [source_dir / RUNTIME_HEADER] + [source_dir / n for n in names if n != RUNTIME_HEADER]
 
 
-def prepare_exports(module) -> None:
-    """Give the module's manifest symbol weak linkage (in an llvmlite module, before its
-    object is emitted): every artifact holds an ``intent_module_manifest``, and a program
-    that links several static ones keeps one instead of failing on a duplicate. A shared
-    library's own copy is what ``intentc.load`` reads (its lookup starts in that library)."""
+def prepare_exports(module, manifest: dict) -> None:
+    """Name the module's exported symbols as the ABI says (an llvmlite module, before any of
+    its text or object is emitted): each kernel's function is its manifest ``symbol`` (the
+    name, or ``--prefix`` + name), and the manifest symbol is weak: every artifact holds an
+    ``intent_module_manifest``, and a program that links several static ones keeps one
+    instead of failing on a duplicate. A shared library's own copy is what ``intentc.load``
+    reads (its lookup starts in that library)."""
+    symbols = {k["name"]: k["symbol"] for k in manifest.get("kernels", ()) if k.get("symbol", k["name"]) != k["name"]}
+    for function in module.functions:
+        if function.name in symbols and not function.is_declaration:
+            function.name = symbols[function.name]
     for variable in module.global_variables:
         if variable.name == "intent_module_manifest" and not variable.is_declaration:
             variable.linkage = "weak_any"
