@@ -199,8 +199,9 @@ class _FastCall:
             return _SLOW
         else:
             outs = ()
-        ndarray = self.ndarray
+        ndarray, pointer = self.ndarray, _CAPSULE_POINTER
         values, capsules = [], []
+        keep, add = capsules.append, values.append
         try:
             for is_tensor, is_result, position, how in self.steps:
                 if is_tensor:
@@ -208,10 +209,10 @@ class _FastCall:
                     if type(array) is not ndarray or array.dtype is not how:
                         return _SLOW
                     capsule = array.__dlpack__()
-                    capsules.append(capsule)
-                    values.append(_CAPSULE_POINTER(capsule, b"dltensor"))
+                    keep(capsule)
+                    add(pointer(capsule, b"dltensor"))
                 else:
-                    values.append(how(args[position]))
+                    add(how(args[position]))
         except Exception:  # noqa: BLE001 - whatever failed, the general path reports it
             return _SLOW
         code = self.function(*values)
