@@ -191,3 +191,52 @@ print("ok")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+DLOPEN_TWO = r"""
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+    void *a = dlopen(argv[1], RTLD_LOCAL | RTLD_NOW), *b = dlopen(argv[2], RTLD_LOCAL | RTLD_NOW);
+    if (argc != 3 || !a || !b)
+        return 2;
+    void (*set)(int32_t) = (void (*)(int32_t))dlsym(a, "intent_set_num_threads");
+    int32_t (*get)(void) = (int32_t (*)(void))dlsym(b, "intent_get_num_threads");
+    int32_t (*fail)(int32_t, const char *, ...) = (int32_t (*)(int32_t, const char *, ...))dlsym(a, "intent_error");
+    const char *(*last)(void) = (const char *(*)(void))dlsym(b, "intent_last_error");
+    set(7);
+    fail(-4, "set through the first");
+    printf("%d '%s'\n", get(), last());
+    return get() == 7 && strcmp(last(), "set through the first") == 0 ? 0 : 1;
+}
+"""
+
+
+def test_two_cross_built_libraries_share_the_state(tmp_path):
+    """AArch64 (under qemu): libraries loaded RTLD_LOCAL share one state, whichever
+    toolchain linked them (the cross gcc, or zig's, whose linker takes no -Bsymbolic-functions)."""
+    gcc, qemu = shutil.which("aarch64-linux-gnu-gcc"), shutil.which("qemu-aarch64")
+    sysroot = Path("/usr/aarch64-linux-gnu")
+    if not (gcc and qemu and sysroot.is_dir()):
+        pytest.skip("needs aarch64-linux-gnu-gcc, qemu-aarch64 and its sysroot")
+    import importlib.util
+
+    toolchains = ["gcc"] + (["zig"] if importlib.util.find_spec("ziglang") else [])
+    libraries = []
+    for name, chain in zip(("alpha", "beta"), (toolchains[0], toolchains[-1])):
+        source = tmp_path / f"{name}.intent"
+        source.write_text(SOURCE.format(name=name))
+        os.environ["INTENTC_CROSS_TOOLCHAIN"] = chain
+        try:
+            build(source, tmp_path / f"{name}.so", target="aarch64-linux-gnu")
+        finally:
+            del os.environ["INTENTC_CROSS_TOOLCHAIN"]
+        libraries.append(tmp_path / f"{name}.so")
+    (tmp_path / "two.c").write_text(DLOPEN_TWO)
+    subprocess.run([gcc, str(tmp_path / "two.c"), "-o", str(tmp_path / "two"), "-ldl"], check=True)
+    run = subprocess.run([qemu, "-L", str(sysroot), str(tmp_path / "two"), *map(str, libraries)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
