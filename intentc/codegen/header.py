@@ -47,7 +47,8 @@ def render_header(manifest: dict, guard_name: str) -> str:
         lines.append(" */")
         lines.append(f"INTENT_API int32_t {symbol}({', '.join(args) or 'void'});")
         lines.append("")
-    lines += ["/* The JSON description of this module's kernels (what intentc.load reads). */",
+    lines += ["/* The JSON description of this module's kernels (what intentc.load reads from a shared library;",
+              " * weak: a program that links several static intentc libraries holds one of them). */",
               "INTENT_API extern const char intent_module_manifest[];", "",
               "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
