@@ -12,7 +12,11 @@ Contenders, on the same 1-D f32 arrays with a preallocated output:
 - ``Numba dispatch``: an ``@njit`` function of the same loop (when numba imports).
 
 Rounds alternate between the contenders; the table shows each one's median and minimum
-over the rounds, in microseconds per call, and the load average before and after.
+over the rounds of the mean time per call, in microseconds, and the load average before and
+after. On a busy machine the means mostly measure the other processes, so each contender is
+also timed one call at a time (``--single`` calls, interleaved): the 10th percentile of
+those times, less that of an empty function timed the same way, is what a call costs when
+it is not interrupted.
 """
 from __future__ import annotations
 
@@ -102,6 +106,7 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--single", type=int, default=20000, help="calls timed one at a time, per contender")
     parser.add_argument("--library", help="a saxpy.so already built from samples/saxpy.intent")
     args = parser.parse_args(argv)
     module = intentc.load(_library(args.library))
@@ -115,14 +120,32 @@ def main(argv=None) -> int:
             for _ in range(args.calls):
                 call()
             times[name].append((time.perf_counter() - start) / args.calls * 1e6)
+    single = _single_calls(found, args.single)
     load_after = os.getloadavg()
     print(f"n = {args.n}, {args.rounds} rounds x {args.calls} calls, Python {sys.version.split()[0]}, "
           f"NumPy {np.__version__}")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} CPUs)")
-    print(f"{'contender':<28} {'median us':>10} {'min us':>8}")
+    print(f"{'contender':<28} {'median us':>10} {'min us':>8} {'one call, p10 us':>17}")
     for name, values in times.items():
-        print(f"{name:<28} {statistics.median(values):10.2f} {min(values):8.2f}")
+        print(f"{name:<28} {statistics.median(values):10.2f} {min(values):8.2f} {single[name]:17.2f}")
     return 0
+
+
+def _single_calls(found: dict, count: int) -> dict:
+    """Each contender's 10th-percentile time of one call, less an empty function's."""
+    def nothing():
+        pass
+
+    clock = time.perf_counter_ns
+    samples: dict = {name: [] for name in ("", *found)}
+    calls = [("", nothing), *found.items()]
+    for _ in range(count):
+        for name, call in calls:
+            start = clock()
+            call()
+            samples[name].append(clock() - start)
+    p10 = {name: sorted(values)[len(values) // 10] / 1000 for name, values in samples.items()}
+    return {name: p10[name] - p10[""] for name in found}
 
 
 if __name__ == "__main__":
