@@ -250,6 +250,10 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     if optimize_ir:
         with timer.stage("optimize"):
             compiled.optimized = optimize(llvm_ir, spec)  # noqa: F811 - the GPU one where imported
+        if not spec.is_gpu:  # the exported symbols as the ABI names them (kernels, a weak manifest)
+            from intentc.codegen.link import prepare_exports
+
+            prepare_exports(compiled.optimized, manifest)
     return compiled
 
 
@@ -375,7 +379,6 @@ def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitiz
 
     compiled = compile_source(text, shown, target, cpu, sanitize=tuple(sanitize), timer=timer, module=plan.module,
                               prefix=plan.prefix)
-    link.prepare_exports(compiled.optimized, compiled.manifest)
     files = {}
     if "module.ll" in plan.finals:  # before the object: emitting it lets LLVM's code generator change the module
         files["module.ll"] = str(compiled.optimized).encode("utf-8")
