@@ -11,6 +11,7 @@
 #                     [TARGET <intentc target>]             # default: ${INTENTC_TARGET}
 #                     [CPU <cpu>]                           # default: ${INTENTC_CPU}
 #                     [OUTPUT_NAME <stem>]                  # default: the source's stem (<stem>.h)
+#                     [PREFIX <name>]                       # the kernels' C symbols: <name> + kernel name
 #                     [FLAGS <extra intentc build flags>...])
 #
 # find_package(intentc 0.1) checks the version (intentcConfigVersion.cmake: the same major
@@ -66,7 +67,7 @@ cmake_policy(PUSH)
 cmake_policy(VERSION 3.20)
 
 function(intentc_add_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "STATIC;SHARED;OBJECT" "SOURCE;TARGET;CPU;OUTPUT_NAME" "FLAGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "STATIC;SHARED;OBJECT" "SOURCE;TARGET;CPU;OUTPUT_NAME;PREFIX" "FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "intentc_add_library(${name}): unexpected arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -108,6 +109,11 @@ function(intentc_add_library name)
     set(cpu "${arg_CPU}")
   endif()
 
+  set(prefix_flag)
+  if(arg_PREFIX)
+    set(prefix_flag --prefix "${arg_PREFIX}")
+  endif()
+
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/intentc/${name}")
   set(output "${dir}/${stem}${suffix_${kind}}")
   if(kind STREQUAL "SHARED")
@@ -126,7 +132,7 @@ function(intentc_add_library name)
     BYPRODUCTS "${dir}/${stem}.h" "${dir}/intent_runtime.h"
     COMMAND ${INTENTC_EXECUTABLE} build "${source}" -o "${output}" --target "${target}" --cpu "${cpu}"
             --header "${dir}/${stem}.h" --depfile "${output}.d"
-            --file-prefix-map "${CMAKE_CURRENT_SOURCE_DIR}/=" ${arg_FLAGS}
+            --file-prefix-map "${CMAKE_CURRENT_SOURCE_DIR}/=" ${prefix_flag} ${arg_FLAGS}
     DEPENDS "${source}"
     DEPFILE "${output}.d"
     COMMENT "intentc: building ${name} (${target}) from ${arg_SOURCE}"

@@ -169,6 +169,9 @@ def _prefix_pair(ctx, param, values):
 @click.option("--file-prefix-map", "prefix_map", multiple=True, callback=_prefix_pair, metavar="OLD=NEW",
               help="In the source path that messages compiled into the artifacts show, replace a leading OLD "
                    "by NEW (as gcc's -ffile-prefix-map; the last matching one applies). Repeatable.")
+@click.option("--prefix", default="", metavar="NAME",
+              help="Export each kernel as the C symbol NAME + its name (e.g. --prefix mylib_ gives mylib_saxpy), "
+                   "in the library and its header; Python still calls it by its name. See docs/abi.md, \"Names\".")
 @click.option("--no-cache", is_flag=True,
               help="Do not use the build cache (also: INTENTC_NO_CACHE=1). See docs/cli.md.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the files written and the time of each stage.")
@@ -182,8 +185,8 @@ def _prefix_pair(ctx, param, values):
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
 @color_option
 @_diagnosed
-def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, prefix_map, no_cache, verbose,
-          sanitize, verify_each):
+def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, prefix_map, prefix, no_cache,
+          verbose, sanitize, verify_each):
     """Compile SOURCE into OUTPUT."""
     from intentc import build_cache
     from intentc.driver import StageTimer, build as build_files
@@ -196,7 +199,7 @@ def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, 
     try:
         written = build_files(source, output, target, cpu, emit_header, depfile, sanitize=tuple(sanitize),
                               header=header, emit_llvm=emit_llvm, file_prefix_map=prefix_map,
-                              cache=not no_cache and build_cache.enabled(), timer=timer)
+                              cache=not no_cache and build_cache.enabled(), timer=timer, prefix=prefix)
     except CompileError as exc:
         progress.stop()
         _fail(exc)

@@ -185,7 +185,7 @@ def map_prefix(path: str, prefix_map: tuple[tuple[str, str], ...] = ()) -> str:
 
 def compile_source(text: str, path: str, target: str | None = None, cpu: str = "native",
                    optimize_ir: bool = True, sanitize: tuple[str, ...] = (), timer: StageTimer | None = None,
-                   module: str | None = None) -> Compiled:
+                   module: str | None = None, prefix: str = "") -> Compiled:
     """``path`` is the source's name as messages and the manifest show it; ``module`` the
     module's name (default: from ``path``'s stem).
 
@@ -229,6 +229,10 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     except RecursionError:
         raise _too_deep() from None
     manifest = module_manifest(module_kir, display_path(Path(path).name))
+    if prefix:  # every kernel's C symbol is PREFIX + its name (docs/abi.md, "Names")
+        manifest["prefix"] = prefix
+        for kernel in manifest["kernels"]:
+            kernel["symbol"] = prefix + kernel["name"]
     if checks:
         manifest["sanitize"] = sorted(checks)
     try:
@@ -246,6 +250,10 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     if optimize_ir:
         with timer.stage("optimize"):
             compiled.optimized = optimize(llvm_ir, spec)  # noqa: F811 - the GPU one where imported
+        if not spec.is_gpu:  # the exported symbols as the ABI names them (kernels, a weak manifest)
+            from intentc.codegen.link import prepare_exports
+
+            prepare_exports(compiled.optimized, manifest)
     return compiled
 
 
@@ -259,10 +267,11 @@ class _Plan:
     kind: str
     finals: dict  # role -> Path
     module: str
+    prefix: str = ""  # of the kernels' C symbols (--prefix)
 
 
 def _plan(source: Path, output: Path, emit_header: bool | None, header: str | Path | None,
-          emit_llvm: bool | str | Path | None) -> _Plan:
+          emit_llvm: bool | str | Path | None, prefix: str = "") -> _Plan:
     kind = output.suffix
     finals = {}
     if kind not in (".h", ".ll"):
@@ -275,7 +284,7 @@ def _plan(source: Path, output: Path, emit_header: bool | None, header: str | Pa
         header_path = output if kind == ".h" else Path(header) if header is not None else output.with_suffix(".h")
         finals["header.h"] = header_path
         finals["intent_runtime.h"] = header_path.parent / "intent_runtime.h"
-    return _Plan(kind, finals, module_name(str(source)))
+    return _Plan(kind, finals, module_name(str(source)), prefix)
 
 
 # Roles whose file keeps its modification time when its content is unchanged: what includes a
@@ -287,7 +296,7 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
           emit_header: bool | None = None, depfile: str | Path | None = None,
           sanitize: tuple[str, ...] = (), *, header: str | Path | None = None,
           emit_llvm: bool | str | Path | None = None, file_prefix_map: tuple[tuple[str, str], ...] = (),
-          cache: bool = False, timer: StageTimer | None = None) -> list[Path]:
+          cache: bool = False, timer: StageTimer | None = None, prefix: str = "") -> list[Path]:
     """Compile ``source`` into ``output`` (.so, .o, .a, .h, .ll or .ptx by extension); return
     the files written.
 
@@ -296,7 +305,8 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     as it is, so its modification time says when the interface last changed. ``emit_llvm``:
     also write the optimised LLVM IR (True: OUTPUT with ``.ll``, or a path). Messages compiled
     into the artifacts name the source as given, through ``file_prefix_map`` (``map_prefix``).
-    ``cache``: use the build cache (``intentc.build_cache``).
+    ``cache``: use the build cache (``intentc.build_cache``). ``prefix``: the kernels' C symbols
+    (and header declarations) are ``prefix`` + name; Python still calls them by name.
 
     Every file is written beside its final name and renamed into place once all of them are
     complete: a failed build leaves no artifact (old or partial) changed, and two builds of
@@ -310,12 +320,17 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     if kind == ".ptx" or str(target or "").startswith("sm_"):
         if "laws" in sanitize:
             raise _laws_on_gpu()
+        if prefix:
+            raise error("--prefix names C symbols; a PTX module has none",
+                        hint="leave out --prefix for GPU targets (docs/ptx-abi.md)")
         return _build_ptx(source, output, target, depfile, shown, timer, cache)
     if kind not in KINDS:
         raise error(f"cannot tell what to build from '{display_path(output.name)}'",
                     hint="name the output .so (shared library), .o (object), .a (archive), .h (header) "
                          "or .ll (LLVM IR)")
-    plan = _plan(source, output, emit_header, header, emit_llvm)
+    if prefix:
+        _check_prefix(prefix)
+    plan = _plan(source, output, emit_header, header, emit_llvm, prefix)
     deps = None
     if depfile is not None:
         deps = depfile_bytes(output, [source, *runtime_dependencies(kind)])
@@ -348,6 +363,8 @@ def _cache_key(text: str, shown: str, plan: _Plan, output: Path, target, cpu: st
     for role, final in sorted(plan.finals.items()):  # names that may appear in the artifacts (a soname)
         key.add(f"role:{role}", final.name)
     key.add("target", str(target or "host")).add("cpu", cpu).add("sanitize", ",".join(sorted(set(sanitize))))
+    if plan.prefix:
+        key.add("prefix", plan.prefix)
     return key.add_toolchain(cpu).hexdigest()
 
 
@@ -360,7 +377,8 @@ def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitiz
     from intentc.codegen.optimize import emit_object
     from intentc.resources import runtime_dir
 
-    compiled = compile_source(text, shown, target, cpu, sanitize=tuple(sanitize), timer=timer, module=plan.module)
+    compiled = compile_source(text, shown, target, cpu, sanitize=tuple(sanitize), timer=timer, module=plan.module,
+                              prefix=plan.prefix)
     files = {}
     if "module.ll" in plan.finals:  # before the object: emitting it lets LLVM's code generator change the module
         files["module.ll"] = str(compiled.optimized).encode("utf-8")
@@ -497,6 +515,16 @@ def _output_lock(output: Path | None):
     finally:
         if handle is not None:
             handle.close()  # releases the lock
+
+
+def _check_prefix(prefix: str) -> None:
+    """A prefix makes C identifiers of the kernels' names: it must begin one, and not be the runtime's."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", prefix):
+        raise error(f"--prefix '{prefix}' is not the start of a C identifier",
+                    hint="use letters, digits and underscores, beginning with a letter, e.g. --prefix mylib_")
+    if prefix.lower().startswith("intent"):
+        raise error(f"--prefix '{prefix}' begins like the runtime's names (intent_*, INTENT_*, Intent*)",
+                    hint="choose another prefix, e.g. your library's name and an underscore")
 
 
 def _cannot_write(path, exc: OSError) -> CompileError:

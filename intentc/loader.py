@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import threading
 from pathlib import Path
 
 from intentc.base.status import KernelError
@@ -61,10 +62,11 @@ class Kernel:
         self.results = [p for p in self.params if p.result]
         self.written = {p.name for p in self.params if p.written}
         self.packed = any(p.kind == "tensor" and p.dtype == "f4e2m1" for p in self.params)
-        self.func = getattr(module.lib, self.name)
+        self.func = getattr(module.lib, spec.get("symbol", self.name))  # --prefix: PREFIX + name
         self.func.restype = ctypes.c_int32
         self.func.argtypes = [ctypes.POINTER(IntentTensor) if p.kind == "tensor" else _SCALAR_CTYPES[p.dtype]
                               for p in self.params]
+        self._fast = _FastCall(self) if not self.packed else None
         self.__doc__ = self.signature()
 
     def signature(self) -> str:
@@ -82,6 +84,15 @@ class Kernel:
 
     def __call__(self, *args, out=None, **kwargs):
         """The calling convention of intentc/kir/calling.py; the runtime checks the rest."""
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == fast.arity:
+            outcome = fast(args, out)
+            if outcome is not _SLOW:
+                return outcome
+        return self._call(args, out, kwargs)
+
+    def _call(self, args, out, kwargs):
+        """Any call: every argument the calling convention allows, with its checks here."""
         values = bind_arguments(self.name, self.inputs, args, kwargs)
         arrays = {p.name: as_array(values[p.name], p, self.name) for p in self.inputs if p.kind == "tensor"}
         outs = result_arrays(self.name, self.inputs, self.results, arrays, out)
@@ -125,6 +136,94 @@ class Kernel:
         check_aliasing(self.name, tensors)  # the packed copies are the snapshots of overlapping inputs
 
 
+_SLOW = object()  # what _FastCall returns for a call it leaves to the general path
+
+
+def _capsule_pointer_function():
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return get
+
+
+_CAPSULE_POINTER = _capsule_pointer_function()
+
+
+class _FastCall:
+    """The common call, prepared when the kernel is loaded: positional arguments only, every
+    tensor (``out=`` included) a NumPy array of exactly the parameter's dtype. Each array's
+    DLPack export is the descriptor (a DLTensor is an IntentTensor: docs/abi.md), so a call
+    builds nothing in Python and the runtime makes every check, as for any call. NumPy
+    refuses to export what the general path refuses too (a read-only array, non-native byte
+    order, a byte stride that is not a multiple of the element size); any such argument, a
+    scalar that does not convert, or anything else unusual returns ``_SLOW`` before the
+    kernel runs, and the general path then makes the call or gives its error."""
+
+    def __init__(self, kernel: "Kernel"):
+        import numpy as np
+
+        from intentc.kir.calling import numpy_dtype
+
+        self.kernel = kernel
+        self.arity = len(kernel.inputs)
+        self.results = len(kernel.results)
+        self.ndarray = np.ndarray
+        index = {p.name: i for i, p in enumerate(kernel.inputs)}
+        result_index = {p.name: i for i, p in enumerate(kernel.results)}
+        steps, argtypes = [], []
+        for p in kernel.params:
+            if p.kind == "tensor":
+                try:
+                    dtype = numpy_dtype(p.dtype)
+                except ImportError:  # bf16 or MX without ml_dtypes: the general path says so
+                    dtype = None
+                steps.append((True, p.result, result_index[p.name] if p.result else index[p.name], dtype))
+                argtypes.append(ctypes.c_void_p)
+            else:
+                convert = float if p.dtype in ("f32", "f64") else \
+                    (lambda value, p=p: scalar_value(value, p, kernel.name))
+                steps.append((False, False, index[p.name], convert))
+                argtypes.append(_SCALAR_CTYPES[p.dtype])
+        self.steps = tuple(steps)
+        address = ctypes.cast(kernel.func, ctypes.c_void_p).value
+        self.function = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
+
+    def __call__(self, args: tuple, out):
+        if self.results:
+            if out is None:
+                return _SLOW  # returned tensors to allocate: the general path sizes them
+            outs = (out,) if self.results == 1 else out
+            if type(outs) is not tuple or len(outs) != self.results:
+                return _SLOW
+        elif out is not None:
+            return _SLOW
+        else:
+            outs = ()
+        ndarray, pointer = self.ndarray, _CAPSULE_POINTER
+        values, capsules = [], []
+        keep, add = capsules.append, values.append
+        try:
+            for is_tensor, is_result, position, how in self.steps:
+                if is_tensor:
+                    array = outs[position] if is_result else args[position]
+                    if type(array) is not ndarray or array.dtype is not how:
+                        return _SLOW
+                    capsule = array.__dlpack__()
+                    keep(capsule)
+                    add(pointer(capsule, b"dltensor"))
+                else:
+                    add(how(args[position]))
+        except Exception:  # noqa: BLE001 - whatever failed, the general path reports it
+            return _SLOW
+        code = self.function(*values)
+        del capsules  # the exports end after the call (their deleters run)
+        if code != 0:
+            raise KernelError(code, self.kernel.module.last_error())
+        if not self.results:
+            return None
+        return outs[0] if self.results == 1 else outs
+
+
 def _descriptor(array, name: str, keep: list) -> IntentTensor:
     """The descriptor of a checked array (``keep`` holds what it points to during the call)."""
     if array.dtype.name == "float4_e2m1fn":  # packed two per byte for the call (kir/mx.py)
@@ -150,7 +249,7 @@ class Module:
 
     def __init__(self, path: str | os.PathLike):
         self.path = str(Path(path).resolve())
-        self.lib = ctypes.CDLL(self.path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        self.lib = _open_library(self.path)
         try:
             address = ctypes.addressof(ctypes.c_char.in_dll(self.lib, "intent_module_manifest"))
         except ValueError:
@@ -178,8 +277,47 @@ class Module:
 
 
 def load(path: str | os.PathLike) -> Module:
-    """Load a shared library built by ``intentc build`` and return its kernels."""
+    """Load a shared library built by ``intentc build`` and return its kernels: the code the
+    file holds now. After a rebuild (``intentc build`` replaces the file by a rename) this is
+    the new code, while modules loaded before keep theirs."""
     return Module(path)
+
+
+# The dynamic loader hands back the library it loaded before under the same name, even
+# when the file now at that path is another (a rebuild renames a new file into place). So
+# each file (device and inode) is opened under a name of its own, /proc/self/fd/N of a
+# descriptor kept open for the life of the process: N is never reused, and a file loaded
+# again gets the name it was first loaded under (the loader then returns that library).
+# Libraries stay mapped anyway (intentc links them -z nodelete), so this costs one
+# descriptor per distinct file loaded.
+_OPEN_LOCK = threading.Lock()
+_NAMES: dict = {}  # (st_dev, st_ino) -> the name the file was loaded under
+_MODE = os.RTLD_LOCAL | os.RTLD_NOW
+
+
+def _open_library(path: str) -> ctypes.CDLL:
+    with _OPEN_LOCK:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return ctypes.CDLL(path, mode=_MODE)  # the loader's own message names what is wrong
+        info = os.fstat(fd)
+        identity = (info.st_dev, info.st_ino)
+        name = _NAMES.get(identity)
+        if name is not None:
+            os.close(fd)
+            return ctypes.CDLL(name, mode=_MODE)
+        name = f"/proc/self/fd/{fd}"
+        if not os.path.exists(name):  # no /proc: the path itself (a rebuilt file then loads the old code)
+            os.close(fd)
+            return ctypes.CDLL(path, mode=_MODE)
+        try:
+            library = ctypes.CDLL(name, mode=_MODE)
+        except OSError as exc:
+            os.close(fd)
+            raise OSError(f"cannot load {path}: {str(exc).replace(name, path)}") from None
+        _NAMES[identity] = name
+        return library
 
 
 class _PackedF4:

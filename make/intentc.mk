@@ -29,13 +29,17 @@ INTENTC ?= intentc
 INTENTC_TARGET ?= host
 INTENTC_CPU ?= native
 INTENTC_FLAGS ?=
+# The kernels' C symbols are $(INTENTC_PREFIX) + their names (intentc build --prefix), e.g.
+# `stencil.so stencil.h: INTENTC_PREFIX = stencil_`; empty: the names themselves.
+INTENTC_PREFIX ?=
+INTENTC_PREFIX_FLAG = $(if $(INTENTC_PREFIX),--prefix $(INTENTC_PREFIX))
 
 # The full command of one build; $@ is the output and $< the .intent source.
 INTENTC_BUILD = $(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) \
-    --depfile "$@.d" $(INTENTC_FLAGS)
+    --depfile "$@.d" $(INTENTC_PREFIX_FLAG) $(INTENTC_FLAGS)
 # The header alone ($@), from the .intent source named second among the prerequisites.
 INTENTC_HEADER = $(INTENTC) build "$(word 2,$^)" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) \
-    $(INTENTC_FLAGS)
+    $(INTENTC_PREFIX_FLAG) $(INTENTC_FLAGS)
 
 %.so: %.intent
 	$(INTENTC_BUILD) --emit-header
@@ -58,7 +62,8 @@ INTENTC_HEADER = $(INTENTC) build "$(word 2,$^)" -o "$@" --target $(INTENTC_TARG
 	@test -f "$@" || $(INTENTC_HEADER)
 
 %.h: %.intent
-	$(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) $(INTENTC_FLAGS)
+	$(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) $(INTENTC_PREFIX_FLAG) \
+	    $(INTENTC_FLAGS)
 
 # The depfiles of earlier builds: each says `OUTPUT: SOURCE <intentc's runtime files>`.
 # Reading them must not change the Makefile's default goal.

@@ -8,10 +8,11 @@
 #include <stdlib.h>
 
 #include "intent_runtime.h"
+#include "runtime_internal.h"
 
 #define INTENT_ALLOC_ALIGN 64
 
-void *intent_alloc(size_t bytes)
+INTENT_RUNTIME_EXPORT void *intent_alloc(size_t bytes)
 {
     /* malloc(0) may return NULL, which callers would take for a failure. */
     size_t size = bytes ? bytes : INTENT_ALLOC_ALIGN;
@@ -23,7 +24,7 @@ void *intent_alloc(size_t bytes)
     return p;
 }
 
-void intent_free(void *p)
+INTENT_RUNTIME_EXPORT void intent_free(void *p)
 {
     free(p);
 }

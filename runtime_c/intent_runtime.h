@@ -4,9 +4,11 @@
  * and the few services generated kernels call: argument checks, per-thread error
  * messages, a thread pool and aligned allocation.
  *
- * Each shared library built by intentc carries its own copy of the runtime, so
- * every exported function below has default visibility while all helpers stay
- * internal to the library that contains them. */
+ * Every artifact built by intentc (.so, .a, .o) carries its own copy of the runtime;
+ * the functions below have default visibility and weak definitions, the helpers stay
+ * hidden, and all copies in a process share one state: a program or Python process that
+ * holds several intentc libraries has one last error per thread and one thread pool
+ * (docs/abi.md, "Many libraries in one program"). */
 #ifndef INTENT_RUNTIME_H
 #define INTENT_RUNTIME_H
 
@@ -97,7 +99,8 @@ typedef enum IntentStatus {
 
 /* ---- errors ------------------------------------------------------------------- */
 
-/* Message of the last failure on the calling thread; "" when there was none.
+/* Message of the last failure on the calling thread, whichever intentc library in the
+ * process set it; "" when there was none.
  * The pointer stays valid for the thread's lifetime; the text changes with the
  * next failure on that thread. */
 INTENT_API const char *intent_last_error(void);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "intent_runtime.h"
+#include "runtime_internal.h"
 
 struct IntentSnapshot {
     int32_t count;
@@ -63,7 +64,7 @@ static void copy_elements(const IntentTensor *t, unsigned char *packed, int64_t 
     }
 }
 
-IntentSnapshot *intent_snapshot(int32_t count, IntentTensor *const *tensors)
+INTENT_RUNTIME_EXPORT IntentSnapshot *intent_snapshot(int32_t count, IntentTensor *const *tensors)
 {
     IntentSnapshot *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -90,7 +91,7 @@ IntentSnapshot *intent_snapshot(int32_t count, IntentTensor *const *tensors)
     return s;
 }
 
-void intent_snapshot_restore(const IntentSnapshot *s, int32_t count, IntentTensor *const *tensors)
+INTENT_RUNTIME_EXPORT void intent_snapshot_restore(const IntentSnapshot *s, int32_t count, IntentTensor *const *tensors)
 {
     for (int32_t k = 0; k < count && k < s->count; k++)
         if (s->packed[k] != NULL && walkable(tensors[k]) == s->elements[k])
@@ -119,7 +120,7 @@ static void show_bytes(const unsigned char *bytes, size_t n, char *buf, size_t c
         used += (size_t)snprintf(buf + used, cap - used, "%02x", bytes[i - 1]);
 }
 
-int32_t intent_snapshot_compare(const IntentSnapshot *s, int32_t count, IntentTensor *const *tensors,
+INTENT_RUNTIME_EXPORT int32_t intent_snapshot_compare(const IntentSnapshot *s, int32_t count, IntentTensor *const *tensors,
                                 const char *kernel, const char *const *names)
 {
     for (int32_t k = 0; k < count && k < s->count; k++) {
@@ -145,7 +146,7 @@ int32_t intent_snapshot_compare(const IntentSnapshot *s, int32_t count, IntentTe
     return 0;
 }
 
-void intent_snapshot_free(IntentSnapshot *s)
+INTENT_RUNTIME_EXPORT void intent_snapshot_free(IntentSnapshot *s)
 {
     if (s == NULL)
         return;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "intent_runtime.h"
+#include "runtime_internal.h"
 
 /* The descriptor must stay a DLTensor: generated code and Python cast between them. */
 #if UINTPTR_MAX == UINT64_MAX
@@ -72,7 +73,7 @@ static const char *device_name(int32_t type)
     }
 }
 
-int32_t intent_check_tensor(const IntentTensor *t, const char *kernel, const char *param,
+INTENT_RUNTIME_EXPORT int32_t intent_check_tensor(const IntentTensor *t, const char *kernel, const char *param,
                             int32_t ndim, uint8_t code, uint8_t bits, int32_t writable,
                             void **data, int64_t *shape, int64_t *strides)
 {
@@ -380,7 +381,7 @@ static int interleaved_disjoint(const IntentArgView *a, const IntentArgView *b)
     return r >= size_b && g - r >= size_a;
 }
 
-int32_t intent_check_aliasing(const char *kernel, int32_t count, IntentArgView *views, void **scratch)
+INTENT_RUNTIME_EXPORT int32_t intent_check_aliasing(const char *kernel, int32_t count, IntentArgView *views, void **scratch)
 {
     if (!kernel)
         kernel = "kernel";

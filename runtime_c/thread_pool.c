@@ -51,63 +51,39 @@
 
 /* ---- thread count ------------------------------------------------------------- */
 
-static pthread_once_t config_once = PTHREAD_ONCE_INIT;
-static int32_t cpu_count = 1;        /* CPUs this process may run on */
-static int32_t default_threads = 1;  /* INTENT_NUM_THREADS, else cpu_count */
-static _Atomic int32_t requested_threads; /* intent_set_num_threads; 0 = default */
-
-static void read_config(void)
+/* The process's shared state (process_state.c), or NULL when it could not be allocated. */
+static IntentProcessState *state(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-#ifdef CPU_COUNT
-    /* A process confined by taskset or a container's cpuset gets no more
-     * threads than the CPUs it may actually use. */
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        cpus = CPU_COUNT(&set);
-#endif
-    if (cpus < 1)
-        cpus = 1;
-    if (cpus > MAX_THREADS)
-        cpus = MAX_THREADS;
-    cpu_count = (int32_t)cpus;
-    default_threads = cpu_count;
-
-    const char *env = getenv("INTENT_NUM_THREADS");
-    if (env && *env) {
-        char *end = NULL;
-        errno = 0;
-        long value = strtol(env, &end, 10);
-        while (end && (*end == ' ' || *end == '\t' || *end == '\n'))
-            end++;
-        if (errno == 0 && end && *end == '\0' && value > 0)
-            default_threads = value > MAX_THREADS ? MAX_THREADS : (int32_t)value;
-    }
+    return intent_process_state();
 }
 
-int32_t intent_get_num_threads(void)
+INTENT_RUNTIME_EXPORT int32_t intent_get_num_threads(void)
 {
-    pthread_once(&config_once, read_config);
-    int32_t requested = atomic_load_explicit(&requested_threads, memory_order_relaxed);
-    return requested > 0 ? requested : default_threads;
+    IntentProcessState *s = state();
+    if (!s)
+        return 1;
+    int32_t requested = atomic_load_explicit(&s->requested_threads, memory_order_relaxed);
+    return requested > 0 ? requested : s->default_threads;
 }
 
-void intent_set_num_threads(int32_t n)
+INTENT_RUNTIME_EXPORT void intent_set_num_threads(int32_t n)
 {
     if (n < 0)
         n = 0;
     if (n > MAX_THREADS)
         n = MAX_THREADS;
-    atomic_store_explicit(&requested_threads, n, memory_order_relaxed);
+    IntentProcessState *s = state();
+    if (s)
+        atomic_store_explicit(&s->requested_threads, n, memory_order_relaxed);
 }
 
 /* ---- replaceable backend -------------------------------------------------------- */
 
-static _Atomic(intent_parallel_backend) custom_backend;
-
-void intent_set_parallel_backend(intent_parallel_backend backend)
+INTENT_RUNTIME_EXPORT void intent_set_parallel_backend(intent_parallel_backend backend)
 {
-    atomic_store_explicit(&custom_backend, backend, memory_order_release);
+    IntentProcessState *s = state();
+    if (s)
+        atomic_store_explicit(&s->backend, backend, memory_order_release);
 }
 
 /* ---- the pool ---------------------------------------------------------------------- */
@@ -135,7 +111,7 @@ typedef struct {
     Slot slots[MAX_THREADS];
 } Job;
 
-static struct {
+struct IntentPool {
     pthread_mutex_t job_lock;    /* held by the thread whose job the pool runs */
     pthread_mutex_t sleep_lock;  /* with `wake` and `done`, for sleeping threads */
     pthread_cond_t wake;         /* a new job was published (or shutdown) */
@@ -146,20 +122,58 @@ static struct {
     _Atomic int32_t shutdown;
     _Atomic int64_t spin_ns;
     int32_t nworkers;            /* workers 1..nworkers exist; the caller is participant 0 */
+    const void *owner;           /* the runtime copy whose code the workers run */
+    int atfork_registered;
     pthread_t threads[MAX_THREADS];
     uint64_t start_word[MAX_THREADS];
     Job job;
-} pool = {
-    .job_lock = PTHREAD_MUTEX_INITIALIZER,
-    .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake = PTHREAD_COND_INITIALIZER,
-    .done = PTHREAD_COND_INITIALIZER,
-    .job = {.failure_lock = PTHREAD_MUTEX_INITIALIZER},
 };
 
+/* Identifies this runtime copy as the one whose code the workers run. */
+static const char this_copy = 0;
+
+INTENT_RUNTIME_INTERNAL IntentPool *intent_pool_create(void)
+{
+    void *memory = NULL;
+    if (posix_memalign(&memory, CACHE_LINE, sizeof(IntentPool)) != 0)
+        return NULL;
+    IntentPool *pool = memset(memory, 0, sizeof(IntentPool));
+    pthread_mutex_init(&pool->job_lock, NULL);
+    pthread_mutex_init(&pool->sleep_lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    pthread_mutex_init(&pool->job.failure_lock, NULL);
+    return pool;
+}
+
+INTENT_RUNTIME_INTERNAL void intent_pool_destroy(IntentPool *pool)
+{
+    /* Only a pool that never ran (the loser of the race to publish the state). */
+    pthread_mutex_destroy(&pool->job_lock);
+    pthread_mutex_destroy(&pool->sleep_lock);
+    pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->done);
+    pthread_mutex_destroy(&pool->job.failure_lock);
+    free(pool);
+}
+
+static IntentPool *the_pool(void)
+{
+    IntentProcessState *s = state();
+    return s ? s->pool : NULL;
+}
+
 /* Set on pool threads and on a caller while it runs chunks: a parallel_for made
- * from inside a task then runs inline instead of waiting on the pool it is in. */
-static _Thread_local int tls_in_task;
+ * from inside a task then runs inline instead of waiting on the pool it is in. The
+ * flag is per thread in the process state, so a task of one library that calls a
+ * kernel of another sees it too; this copy's own flag serves a thread without one. */
+static _Thread_local int fallback_in_task;
+
+static int *in_task_flag(void)
+{
+    IntentThreadState *t = intent_thread_state();
+    return t ? &t->in_task : &fallback_in_task;
+}
 
 static inline void cpu_relax(void)
 {
@@ -239,10 +253,16 @@ static int spin_until(int (*done)(const void *), const void *arg, int64_t budget
     }
 }
 
-static int job_published(const void *seen)
+typedef struct {
+    IntentPool *pool;
+    uint64_t seen;
+} Watch;
+
+static int job_published(const void *arg)
 {
-    return atomic_load_explicit(&pool.word, memory_order_acquire) != *(const uint64_t *)seen ||
-           atomic_load_explicit(&pool.shutdown, memory_order_relaxed);
+    const Watch *w = arg;
+    return atomic_load_explicit(&w->pool->word, memory_order_acquire) != w->seen ||
+           atomic_load_explicit(&w->pool->shutdown, memory_order_relaxed);
 }
 
 /* Waits for a job word different from `seen` (or for shutdown) and returns it.
@@ -251,23 +271,24 @@ static int job_published(const void *seen)
  * only pays when the next job comes soon, and a polling thread can delay the
  * wake-up of others (notably on virtual CPUs), so after a long idle period the
  * worker sleeps at once; a short sleep shows jobs are frequent again. */
-static uint64_t wait_for_job(uint64_t seen, int64_t *budget)
+static uint64_t wait_for_job(IntentPool *pool, uint64_t seen, int64_t *budget)
 {
-    const int64_t cap = atomic_load_explicit(&pool.spin_ns, memory_order_relaxed);
+    const int64_t cap = atomic_load_explicit(&pool->spin_ns, memory_order_relaxed);
     int64_t start = now_ns();
-    if (spin_until(job_published, &seen, *budget < cap ? *budget : cap)) {
+    Watch watch = {pool, seen};
+    if (spin_until(job_published, &watch, *budget < cap ? *budget : cap)) {
         *budget = cap;
-        return atomic_load_explicit(&pool.word, memory_order_acquire);
+        return atomic_load_explicit(&pool->word, memory_order_acquire);
     }
     /* Announce the sleep before the last look at `word`; the publisher stores
      * `word` before reading `sleepers`, so one of the two sees the other. */
-    pthread_mutex_lock(&pool.sleep_lock);
-    atomic_fetch_add(&pool.sleepers, 1);
+    pthread_mutex_lock(&pool->sleep_lock);
+    atomic_fetch_add(&pool->sleepers, 1);
     uint64_t word;
-    while ((word = atomic_load(&pool.word)) == seen && !atomic_load(&pool.shutdown))
-        pthread_cond_wait(&pool.wake, &pool.sleep_lock);
-    atomic_fetch_sub(&pool.sleepers, 1);
-    pthread_mutex_unlock(&pool.sleep_lock);
+    while ((word = atomic_load(&pool->word)) == seen && !atomic_load(&pool->shutdown))
+        pthread_cond_wait(&pool->wake, &pool->sleep_lock);
+    atomic_fetch_sub(&pool->sleepers, 1);
+    pthread_mutex_unlock(&pool->sleep_lock);
     *budget = now_ns() - start < cap ? cap : 0;
     return word;
 }
@@ -275,23 +296,24 @@ static uint64_t wait_for_job(uint64_t seen, int64_t *budget)
 static void *worker_main(void *arg)
 {
     const int32_t id = (int32_t)(intptr_t)arg;
-    uint64_t seen = pool.start_word[id];
+    IntentPool *pool = the_pool();
+    uint64_t seen = pool->start_word[id];
     int64_t budget = 0; /* a new worker starts with a job at hand */
-    tls_in_task = 1;
+    *in_task_flag() = 1;
     for (;;) {
-        uint64_t word = wait_for_job(seen, &budget);
-        if (atomic_load(&pool.shutdown))
+        uint64_t word = wait_for_job(pool, seen, &budget);
+        if (atomic_load(&pool->shutdown))
             break;
         seen = word;
         if (id >= (int32_t)(word & 0xffffffffu))
             continue; /* not a participant of this job */
-        run_chunks(&pool.job, id);
+        run_chunks(&pool->job, id);
         /* The decrement is this worker's last access to the job: the caller may
          * publish the next one as soon as `pending` reaches 0. */
-        if (atomic_fetch_sub(&pool.job.pending, 1) == 1 && atomic_load(&pool.caller_sleeping)) {
-            pthread_mutex_lock(&pool.sleep_lock);
-            pthread_cond_signal(&pool.done);
-            pthread_mutex_unlock(&pool.sleep_lock);
+        if (atomic_fetch_sub(&pool->job.pending, 1) == 1 && atomic_load(&pool->caller_sleeping)) {
+            pthread_mutex_lock(&pool->sleep_lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->sleep_lock);
         }
     }
     return NULL;
@@ -301,51 +323,53 @@ static void after_fork_in_child(void)
 {
     /* Only the forking thread survives: forget the workers, and reset locks that
      * another thread may have held at the time of the fork. */
-    pool.nworkers = 0;
-    pthread_mutex_init(&pool.job_lock, NULL);
-    pthread_mutex_init(&pool.sleep_lock, NULL);
-    pthread_cond_init(&pool.wake, NULL);
-    pthread_cond_init(&pool.done, NULL);
-    pthread_mutex_init(&pool.job.failure_lock, NULL);
-    atomic_store(&pool.sleepers, 0);
-    atomic_store(&pool.caller_sleeping, 0);
-    atomic_store(&pool.shutdown, 0);
-}
-
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void register_atfork(void)
-{
-    pthread_atfork(NULL, NULL, after_fork_in_child);
+    IntentPool *pool = the_pool();
+    if (!pool)
+        return;
+    pool->nworkers = 0;
+    pool->owner = NULL;
+    pthread_mutex_init(&pool->job_lock, NULL);
+    pthread_mutex_init(&pool->sleep_lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    pthread_mutex_init(&pool->job.failure_lock, NULL);
+    atomic_store(&pool->sleepers, 0);
+    atomic_store(&pool->caller_sleeping, 0);
+    atomic_store(&pool->shutdown, 0);
 }
 
 /* Makes sure `want` workers exist; returns how many can take part (fewer if
  * the system refuses more threads). Called with job_lock held. */
-static int32_t ensure_workers(int32_t want)
+static int32_t ensure_workers(IntentPool *pool, int32_t want)
 {
     if (want > MAX_THREADS - 1)
         want = MAX_THREADS - 1;
-    if (pool.nworkers >= want)
+    if (pool->nworkers >= want)
         return want;
-    pthread_once(&atfork_once, register_atfork);
+    if (!pool->atfork_registered) { /* once per process: the pool is the process's */
+        pthread_atfork(NULL, NULL, after_fork_in_child);
+        pool->atfork_registered = 1;
+    }
+    if (pool->nworkers == 0)
+        pool->owner = &this_copy;
     /* Workers block all signals so that signals meant for the process reach
      * the application's own threads. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    uint64_t word = atomic_load(&pool.word);
-    while (pool.nworkers < want) {
-        int32_t id = pool.nworkers + 1;
-        pool.start_word[id] = word; /* so a late-starting worker cannot miss the next job */
-        if (pthread_create(&pool.threads[id], NULL, worker_main, (void *)(intptr_t)id) != 0)
+    uint64_t word = atomic_load(&pool->word);
+    while (pool->nworkers < want) {
+        int32_t id = pool->nworkers + 1;
+        pool->start_word[id] = word; /* so a late-starting worker cannot miss the next job */
+        if (pthread_create(&pool->threads[id], NULL, worker_main, (void *)(intptr_t)id) != 0)
             break;
 #ifdef __GLIBC__
-        pthread_setname_np(pool.threads[id], "intent-worker");
+        pthread_setname_np(pool->threads[id], "intent-worker");
 #endif
-        pool.nworkers = id;
+        pool->nworkers = id;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return pool.nworkers < want ? pool.nworkers : want;
+    return pool->nworkers < want ? pool->nworkers : want;
 }
 
 static int workers_done(const void *job)
@@ -354,43 +378,48 @@ static int workers_done(const void *job)
 }
 
 /* Waits until every worker of the job has finished, polling for up to `budget` ns. */
-static void wait_for_workers(Job *job, int64_t budget)
+static void wait_for_workers(IntentPool *pool, Job *job, int64_t budget)
 {
     if (workers_done(job) || spin_until(workers_done, job, budget))
         return;
-    pthread_mutex_lock(&pool.sleep_lock);
-    atomic_store(&pool.caller_sleeping, 1);
+    pthread_mutex_lock(&pool->sleep_lock);
+    atomic_store(&pool->caller_sleeping, 1);
     while (atomic_load(&job->pending) != 0)
-        pthread_cond_wait(&pool.done, &pool.sleep_lock);
-    atomic_store(&pool.caller_sleeping, 0);
-    pthread_mutex_unlock(&pool.sleep_lock);
+        pthread_cond_wait(&pool->done, &pool->sleep_lock);
+    atomic_store(&pool->caller_sleeping, 0);
+    pthread_mutex_unlock(&pool->sleep_lock);
 }
 
-int32_t intent_parallel_for(int64_t n, intent_task_fn fn, void *closure)
+INTENT_RUNTIME_EXPORT int32_t intent_parallel_for(int64_t n, intent_task_fn fn, void *closure)
 {
     if (n <= 0)
         return INTENT_OK;
     if (!fn)
         return intent_error(INTENT_E_INTERNAL, "intent_parallel_for: null task function");
-    intent_parallel_backend backend = atomic_load_explicit(&custom_backend, memory_order_acquire);
+    IntentProcessState *s = state();
+    IntentPool *pool = s ? s->pool : NULL;
+    if (!pool)
+        return fn(closure, 0, n); /* no shared state (out of memory): inline */
+    intent_parallel_backend backend = atomic_load_explicit(&s->backend, memory_order_acquire);
     if (backend)
         return backend(n, fn, closure);
-    if (tls_in_task)
+    int *in_task = in_task_flag();
+    if (*in_task)
         return fn(closure, 0, n); /* nested: this thread is already one of the pool's */
     int32_t threads = intent_get_num_threads();
     if (n == 1 || threads <= 1)
         return fn(closure, 0, n);
-    if (pthread_mutex_trylock(&pool.job_lock) != 0)
+    if (pthread_mutex_trylock(&pool->job_lock) != 0)
         return fn(closure, 0, n); /* another application thread's job is running */
 
     int32_t participants = (int64_t)threads < n ? threads : (int32_t)n;
-    participants = ensure_workers(participants - 1) + 1;
+    participants = ensure_workers(pool, participants - 1) + 1;
     if (participants <= 1) {
-        pthread_mutex_unlock(&pool.job_lock);
+        pthread_mutex_unlock(&pool->job_lock);
         return fn(closure, 0, n);
     }
 
-    Job *job = &pool.job;
+    Job *job = &pool->job;
     int64_t nchunks = (int64_t)participants * CHUNKS_PER_THREAD;
     if (nchunks > n)
         nchunks = n;
@@ -399,24 +428,23 @@ int32_t intent_parallel_for(int64_t n, intent_task_fn fn, void *closure)
     job->q = n / nchunks;
     job->r = n % nchunks;
     job->nslots = participants;
-    for (int32_t s = 0; s < participants; s++) {
-        atomic_store_explicit(&job->slots[s].next, nchunks * s / participants,
-                              memory_order_relaxed);
-        job->slots[s].end = nchunks * (s + 1) / participants;
+    for (int32_t k = 0; k < participants; k++) {
+        atomic_store_explicit(&job->slots[k].next, nchunks * k / participants, memory_order_relaxed);
+        job->slots[k].end = nchunks * (k + 1) / participants;
     }
     atomic_store_explicit(&job->failed, INT64_MAX, memory_order_relaxed);
     atomic_store_explicit(&job->pending, participants - 1, memory_order_relaxed);
-    atomic_store_explicit(&pool.spin_ns, pool.nworkers + 1 > cpu_count ? 0 : INTENT_POOL_SPIN_NS,
+    atomic_store_explicit(&pool->spin_ns, pool->nworkers + 1 > s->cpu_count ? 0 : INTENT_POOL_SPIN_NS,
                           memory_order_relaxed);
 
     /* Publish (the store releases the fields above), then wake sleepers if any. */
-    uint64_t generation = (atomic_load_explicit(&pool.word, memory_order_relaxed) >> 32) + 1;
-    atomic_store(&pool.word, (generation << 32) | (uint64_t)participants);
-    int woke_sleepers = atomic_load(&pool.sleepers) > 0;
+    uint64_t generation = (atomic_load_explicit(&pool->word, memory_order_relaxed) >> 32) + 1;
+    atomic_store(&pool->word, (generation << 32) | (uint64_t)participants);
+    int woke_sleepers = atomic_load(&pool->sleepers) > 0;
     if (woke_sleepers) {
-        pthread_mutex_lock(&pool.sleep_lock);
-        pthread_cond_broadcast(&pool.wake);
-        pthread_mutex_unlock(&pool.sleep_lock);
+        pthread_mutex_lock(&pool->sleep_lock);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->sleep_lock);
     }
 
     /* run_chunks clears this thread's message; a successful call must leave
@@ -427,37 +455,40 @@ int32_t intent_parallel_for(int64_t n, intent_task_fn fn, void *closure)
     memcpy(saved, message, saved_len);
     saved[saved_len] = '\0';
 
-    tls_in_task = 1;
+    *in_task = 1;
     run_chunks(job, 0);
-    tls_in_task = 0;
+    *in_task = 0;
     /* Workers that had to be woken take a while; polling for them would only
      * compete with their wake-up for a CPU. */
-    wait_for_workers(job, woke_sleepers ? 0 : atomic_load(&pool.spin_ns));
+    wait_for_workers(pool, job, woke_sleepers ? 0 : atomic_load(&pool->spin_ns));
 
     int32_t status = INTENT_OK;
     if (atomic_load_explicit(&job->failed, memory_order_relaxed) != INT64_MAX)
         status = intent_error(job->failure_status, "%s", job->failure_message);
     else if (strcmp(intent_last_error(), saved) != 0)
         intent_error(INTENT_OK, "%s", saved);
-    pthread_mutex_unlock(&pool.job_lock);
+    pthread_mutex_unlock(&pool->job_lock);
     return status;
 }
 
-/* Stops the workers when the library is unloaded (dlclose) or the process exits,
- * so no thread is left running code that is no longer mapped. */
+/* Stops the workers when the process exits (or, for a library that can be unloaded, at
+ * dlclose), so no thread is left running code that is no longer mapped. Only the copy
+ * whose code the workers run stops them; a later parallel_for starts new ones. */
 __attribute__((destructor)) static void stop_workers(void)
 {
-    if (pool.nworkers == 0)
+    IntentPool *pool = the_pool();
+    if (!pool || pool->nworkers == 0 || pool->owner != &this_copy)
         return;
-    if (pthread_mutex_trylock(&pool.job_lock) != 0)
+    if (pthread_mutex_trylock(&pool->job_lock) != 0)
         return; /* a job is running (exit from inside a task): leave the threads be */
-    atomic_store(&pool.shutdown, 1);
-    pthread_mutex_lock(&pool.sleep_lock);
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.sleep_lock);
-    for (int32_t id = 1; id <= pool.nworkers; id++)
-        pthread_join(pool.threads[id], NULL);
-    pool.nworkers = 0;
-    atomic_store(&pool.shutdown, 0);
-    pthread_mutex_unlock(&pool.job_lock);
+    atomic_store(&pool->shutdown, 1);
+    pthread_mutex_lock(&pool->sleep_lock);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->sleep_lock);
+    for (int32_t id = 1; id <= pool->nworkers; id++)
+        pthread_join(pool->threads[id], NULL);
+    pool->nworkers = 0;
+    pool->owner = NULL;
+    atomic_store(&pool->shutdown, 0);
+    pthread_mutex_unlock(&pool->job_lock);
 }

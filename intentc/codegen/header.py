@@ -41,12 +41,14 @@ def render_header(manifest: dict, guard_name: str) -> str:
                 role = "result, written by the kernel" if p["result"] else \
                     "read and written" if p["mutable"] else "read-only"
                 docs.append(f" *   {p['name']}: {p['dtype']}{_extents(p)} ({role}{_STORAGE.get(p['dtype'], '')})")
-        lines.append(f"/* {kernel['name']}")
+        symbol = kernel.get("symbol", kernel["name"])  # --prefix: the C name is PREFIX + name
+        lines.append(f"/* {symbol}" + (f" (the kernel '{kernel['name']}')" if symbol != kernel["name"] else ""))
         lines += docs
         lines.append(" */")
-        lines.append(f"INTENT_API int32_t {kernel['name']}({', '.join(args) or 'void'});")
+        lines.append(f"INTENT_API int32_t {symbol}({', '.join(args) or 'void'});")
         lines.append("")
-    lines += ["/* The JSON description of this module's kernels (what intentc.load reads). */",
+    lines += ["/* The JSON description of this module's kernels (what intentc.load reads from a shared library;",
+              " * weak: a program that links several static intentc libraries holds one of them). */",
               "INTENT_API extern const char intent_module_manifest[];", "",
               "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

@@ -27,10 +27,20 @@ from pathlib import Path
 from intentc.codegen.target import TargetSpec
 from intentc.resources import runtime_dir
 
-RUNTIME_SOURCES = ("error.c", "tensor.c", "thread_pool.c", "alloc.c", "sanitize.c")
+RUNTIME_SOURCES = ("error.c", "tensor.c", "thread_pool.c", "alloc.c", "sanitize.c", "process_state.c")
 RUNTIME_HEADER = "intent_runtime.h"
 RUNTIME_FLAGS = ("-O2", "-fPIC", "-fvisibility=hidden", "-std=c11", "-D_GNU_SOURCE", "-pthread")
 CROSS_TOOLCHAINS = ("gcc", "zig")
+# How a shared library is linked (docs/abi.md, "Many libraries in one program"):
+# -z nodelete: dlclose leaves it mapped, since the process's one thread pool may run its code;
+# -soname (added per output): its file name, what a program that links it records;
+# -Bsymbolic-functions (where the linker takes it; zig's does not): its calls to its own
+#   kernels and runtime functions stay inside it, whatever else the process holds (while the
+#   one data symbol that the runtime copies share, intent_runtime_process_state_v1, still
+#   resolves process-wide). Without it the calls may bind to another intentc library's copy
+#   of a runtime function, which serves as well: all copies share one state.
+SHARED_LIBRARY_FLAGS = ("-Wl,-z,nodelete", "-Wl,--build-id=sha1")
+SYMBOLIC_FUNCTIONS = "-Wl,-Bsymbolic-functions"
 
 
 class LinkError(Exception):
@@ -46,6 +56,7 @@ class Toolchain:
     cflags: tuple[str, ...] = ()  # added to RUNTIME_FLAGS
     ldflags: tuple[str, ...] = ()  # added when linking a shared library
     key: str = ""  # what identifies the compiler in the runtime cache (besides cc)
+    symbolic_functions: bool = True  # the linker takes -Bsymbolic-functions (zig's does not)
 
 
 def c_compiler() -> str:
@@ -92,7 +103,7 @@ def toolchain(spec: TargetSpec | None = None) -> Toolchain:
     if _has_ziglang() and forced in ("", "zig"):
         zig = (sys.executable, "-m", "ziglang")
         return Toolchain((*zig, "cc", "-target", spec.zig_target or triple), (*zig, "ar"), cflags, ldflags,
-                         key=f"ziglang {_ziglang_version()} {spec.zig_target or triple}")
+                         key=f"ziglang {_ziglang_version()} {spec.zig_target or triple}", symbolic_functions=False)
     wanted = {"gcc": f"'{triple}-gcc'", "zig": "the Python package 'ziglang'"}.get(
         forced, f"'{triple}-gcc' or the Python package 'ziglang'")
     raise LinkError(f"no C toolchain for {spec.name}: found no {wanted} (install gcc-{triple} with apt, "
@@ -160,6 +171,22 @@ def runtime_dependencies(kind: str) -> list[Path]:
     return [source_dir / RUNTIME_HEADER] + [source_dir / n for n in names if n != RUNTIME_HEADER]
 
 
+def prepare_exports(module, manifest: dict) -> None:
+    """Name the module's exported symbols as the ABI says (an llvmlite module, before any of
+    its text or object is emitted): each kernel's function is its manifest ``symbol`` (the
+    name, or ``--prefix`` + name), and the manifest symbol is weak: every artifact holds an
+    ``intent_module_manifest``, and a program that links several static ones keeps one
+    instead of failing on a duplicate. A shared library's own copy is what ``intentc.load``
+    reads (its lookup starts in that library)."""
+    symbols = {k["name"]: k["symbol"] for k in manifest.get("kernels", ()) if k.get("symbol", k["name"]) != k["name"]}
+    for function in module.functions:
+        if function.name in symbols and not function.is_declaration:
+            function.name = symbols[function.name]
+    for variable in module.global_variables:
+        if variable.name == "intent_module_manifest" and not variable.is_declaration:
+            variable.linkage = "weak_any"
+
+
 def _stage(work: Path, kernel_object: bytes, objects: list[Path], prefix: str = "") -> list[str]:
     (work / "kernels.o").write_bytes(kernel_object)
     names = []
@@ -175,9 +202,9 @@ def link_shared(kernel_object: bytes, output: Path, spec: TargetSpec | None = No
     with tempfile.TemporaryDirectory(prefix="intentc-link-") as tmp:
         work = Path(tmp)
         names = _stage(work, kernel_object, objects)
-        # -Bsymbolic: each library calls its own runtime even when several are loaded.
-        _run([*tools.cc, "-shared", "-pthread", "-Wl,-Bsymbolic", "-Wl,--build-id=sha1", *tools.ldflags,
-              "-o", "out.so", "kernels.o", *names, "-lm"], work)
+        symbolic = (SYMBOLIC_FUNCTIONS,) if tools.symbolic_functions else ()
+        _run([*tools.cc, "-shared", "-pthread", *symbolic, *SHARED_LIBRARY_FLAGS, f"-Wl,-soname,{output.name}",
+              *tools.ldflags, "-o", "out.so", "kernels.o", *names, "-lm"], work)
         output.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(work / "out.so", output)
 

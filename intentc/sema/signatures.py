@@ -13,6 +13,7 @@ from intentc.kir.extents import names as extent_names
 from intentc.kir.types import TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import Annotated, annotation, result_annotations
+from intentc.sema.c_names import check_exported_names
 from intentc.source import Span
 
 
@@ -38,6 +39,8 @@ def check_imports(tree: ast.Module) -> None:
 
 def signature(fn: ast.FunctionDef) -> Signature:
     """The signature of ``fn``, or the first diagnostic about its parameters and results (S1, R4)."""
+    if fn.kind == "kernel":
+        check_exported_names(fn)  # names a C header and linker can take (c_names.py)
     params, names = [], []
     for param in fn.params:
         if param.name in names:
