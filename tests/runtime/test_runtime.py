@@ -666,12 +666,21 @@ def test_custom_backend(rt):
     assert rt.h_backend_calls() == before + 2
 
 
-def test_parallel_for_overhead_is_small(rt):
+def test_parallel_for_keeps_its_workers(rt):
+    """The pathology a per-call cost would show, checked without timing: threads created on
+    every call. After a first call the pool's workers exist; thousands of calls later the
+    process has the same threads, by thread id (a thread made and joined per call would
+    show a new id; benchmarks/ measures the cost itself)."""
+    import os
+
+    tasks = "/proc/self/task"
+    if not os.path.isdir(tasks):
+        pytest.skip("no /proc/self/task to count the threads")
     rt.intent_set_num_threads(2)
-    ns = rt.h_overhead_ns(2000, 1000)
-    # A few microseconds on an idle machine; the bound only catches pathologies
-    # such as creating threads on every call.
-    assert ns < 200_000, f"{ns:.0f} ns per call"
+    rt.h_overhead_ns(10, 1000)
+    before = set(os.listdir(tasks))
+    rt.h_overhead_ns(2000, 1000)
+    assert set(os.listdir(tasks)) == before
 
 
 # ---- processes, unloading, fork ------------------------------------------------------------
