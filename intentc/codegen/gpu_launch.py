@@ -18,9 +18,18 @@ and the manifest must agree on:
              combine step of a reduction, a serial scan of block sums) is a phase run by
              one thread.
   Phases communicate only through memory (a launch boundary orders them). When that is
-  not enough — a value computed in one phase is used in another, or a parallel loop sits
-  inside ordered control — the whole kernel runs on one thread: the ``serial`` mapping
-  (P5 lets the compiler serialise).
+  not enough — a value computed inside a parallel loop is used by another launch, a
+  parallel loop sits inside ordered control, or a buffer's size is known only to the
+  kernel — the whole kernel runs on one thread: the ``serial`` mapping (P5 lets the
+  compiler serialise).
+
+Cooperative blocks (``gpu_blocks.py``): a grid phase whose points each hold a large
+reduction (a fold) runs one block per point (launch kind ``blocks``: the block-stride
+loop over the points, each point's fold a block-wide tree), and a one-launch phase that
+holds a fold runs on one whole block (kind ``block``) instead of one thread. A value
+computed by one-thread or one-block code and used by a later launch travels through
+the ``carried`` scratch buffer (8 bytes per value): the code that computes it stores it
+there, the launches that use it load it first.
 
 Within a grid phase the outermost parallel loop and the ``point`` loops nested directly in
 it (when their counts do not depend on the outer points and only pure assignments
@@ -32,6 +41,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from intentc.codegen import gpu_blocks
 from intentc.kir.types import INDEX, DType
 from intentc.lower import program as P
 
@@ -70,6 +80,7 @@ class GridNest:
     phase: int
     levels: tuple[Level, ...]
     body: tuple[P.Stmt, ...]  # the innermost loop's body
+    region: gpu_blocks.Region | None = None  # one block per point: the body as a block region
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,7 @@ class Launch:
     grid: tuple  # int or formula string per dimension
     block: tuple[int, int, int]
     phase: int | None = None
-    kind: str = "grid"  # grid | single
+    kind: str = "grid"  # grid | blocks (one block per point) | single (one thread) | block (one block)
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,9 @@ class Plan:
     args: list
     scratch: list  # Scratch, in order of allocation
     single: dict  # id(top-level statement) -> phase, for the one-thread statements
+    single_regions: dict = None  # phase -> gpu_blocks.Region, for phases run by one block
+    carried: dict = None  # Var -> its slot in the carried-values scratch buffer
+    carry_tensor: P.TensorSym | None = None
 
     def nest(self, loop: P.Loop) -> GridNest | None:
         return self.nests.get(id(loop))
@@ -141,10 +155,15 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
     defs = _top_level_defs(kernel)
     scalars = {p.name for p in kernel.params if isinstance(p, P.Var) and p.dtype.kind in ("int", "index")}
     scratch = _scratch(kernel, defs, scalars)
-    kinds, reason = _classify(kernel, {x.tensor.name for x in scratch})
+    kinds, reason, crossing = _classify(kernel, {x.tensor.name for x in scratch})
     if reason:
         launch = Launch((1, 1, 1), (1, 1, 1), None, "single")
-        return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {})
+        return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {}, {}, {})
+    carried, carry_tensor = {}, None
+    if crossing:
+        carry_tensor = P.TensorSym(_fresh_name(kernel, "carried"), INDEX, 1, True, "heap")
+        carried = {var: k for k, var in enumerate(sorted(crossing, key=lambda v: v.name))}
+        scratch = scratch + [Scratch(carry_tensor, f"{carry_tensor.name}.data", 8 * len(carried))]
     nests: dict = {}
     single: dict = {}
     phases: list[str] = []  # the kind of each phase
@@ -156,19 +175,61 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
             if not phases or phases[-1] != "single":
                 phases.append("single")
             single[id(s)] = len(phases) - 1
+    # Cooperative blocks: a grid phase all of whose nests have a block region; a single
+    # phase whose statements together are one.
+    for phase, kind in enumerate(phases):
+        mine = [key for key, nest in nests.items() if nest.phase == phase]
+        if kind == "grid" and mine and all(nests[key].region is not None for key in mine):
+            phases[phase] = "blocks"
+        elif kind == "grid":
+            for key in mine:
+                nests[key] = GridNest(nests[key].phase, nests[key].levels, nests[key].body, None)
+    single_regions: dict = {}
+    for phase, kind in enumerate(phases):
+        if kind == "single":
+            region = gpu_blocks.plan_region([s for s in kernel.body if single.get(id(s)) == phase])
+            if gpu_blocks.worth_a_block(region):
+                single_regions[phase] = region
+                phases[phase] = "block"
     launches = []
     for phase, kind in enumerate(phases):
         number = phase if len(phases) > 1 else None
         if kind == "single":
             launches.append(Launch((1, 1, 1), (1, 1, 1), number, "single"))
             continue
+        if kind == "block":
+            launches.append(Launch((1, 1, 1), (gpu_blocks.LANES, 1, 1), number, "block"))
+            continue
         totals = []
         for nest in nests.values():
             if nest.phase == phase:
                 totals.append(_points(nest, defs, scalars))
-        launches.append(Launch((grid_formula(totals), 1, 1), (BLOCK, 1, 1), number))
+        if kind == "blocks":
+            launches.append(Launch((blocks_formula(totals), 1, 1), (gpu_blocks.LANES, 1, 1), number, "blocks"))
+        else:
+            launches.append(Launch((grid_formula(totals), 1, 1), (BLOCK, 1, 1), number))
     return Plan("grid", "", len(phases), nests, launches, entry_args(kernel, scratch, len(phases) > 1), scratch,
-                single)
+                single, single_regions, carried, carry_tensor)
+
+
+def _fresh_name(kernel: P.Kernel, base: str) -> str:
+    taken = {p.name for p in kernel.params} | {s.tensor.name for s in P.walk_stmts(kernel.body)
+                                              if isinstance(s, P.Alloc)}
+    name = base
+    while name in taken:
+        name += "_"
+    return name
+
+
+def blocks_formula(totals: list) -> object:
+    """Blocks for a phase of one block per point (block-stride beyond MAX_BLOCKS)."""
+    if not totals or any(t is None for t in totals):
+        return FALLBACK_BLOCKS
+    unique = sorted(set(totals))
+    total = unique[0]
+    for other in unique[1:]:
+        total = f"max({total}, {other})"
+    return f"min(max({total}, 1), {MAX_BLOCKS})"
 
 
 def _points(nest, defs, scalars):
@@ -221,25 +282,26 @@ def _parallel_loops(stmts):
     return [s for s in P.walk_stmts(stmts) if isinstance(s, P.Loop) and s.kind == "parallel"]
 
 
-def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str]:
-    """The kind of each top-level statement (uniform, grid or single), or why the kernel
-    must run on one thread."""
+def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str, set]:
+    """The kind of each top-level statement (uniform, grid or single) and the variables
+    that one-thread code computes for later launches; or why the kernel must run on one
+    thread."""
     body = kernel.body
     if not _parallel_loops(body):
-        return [], "the kernel has no parallel loop"
+        return [], "the kernel has no parallel loop", set()
     grid_loops = _parallel_loops(body)
     inside = {id(x) for loop in grid_loops for x in P.walk_stmts((loop,))}
     for s in P.walk_stmts(body):
         if isinstance(s, P.Alloc) and s.tensor.name not in scratch and id(s) not in inside:
             # A heap buffer lives in one thread's registers: it cannot be shared by launches.
-            return [], f"the size of the buffer '{s.tensor.name}' is not known before the launches"
+            return [], f"the size of the buffer '{s.tensor.name}' is not known before the launches", set()
     written = {s.tensor.name for s in P.walk_stmts(body) if isinstance(s, P.Store)}
     kinds = []
     single_vars: set = set()
     for s in body:
         if _parallel_loops((s,)):
             if not _is_grid(s, written, single_vars):
-                return [], "a parallel loop is nested in ordered control"
+                return [], "a parallel loop is nested in ordered control", set()
             kinds.append("grid")
             continue
         inner = list(P.walk_stmts((s,)))
@@ -267,11 +329,17 @@ def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str]:
             for x in P.walk_stmts((s,)):
                 if isinstance(x, (P.Assign, P.Loop)):
                     owners.setdefault(x.var, set()).add(unit)
+    # A value that ordered code computes (in one launch) may be carried to later launches
+    # through scratch memory; one computed per point of a parallel loop may not.
+    crossing = set()
     for s, unit in zip(body, units):
         for var in _reads(list(P.walk_stmts((s,)))):
             if var in owners and owners[var] != {unit}:
-                return [], f"'{var.name}' is computed in one launch and used in another"
-    return kinds, ""
+                (owner,) = owners[var] if len(owners[var]) == 1 else (None,)
+                if owner is None or owner[0] != "single":
+                    return [], f"'{var.name}' is computed in one launch and used in another", set()
+                crossing.add(var)
+    return kinds, "", crossing
 
 
 def _is_grid(s: P.Stmt, written: set, single_vars: set) -> bool:
@@ -332,7 +400,8 @@ def _flatten(loop: P.Loop, phase: int) -> GridNest:
             can_nest = not (_reads_expr(inner.count) & bound)
         if not can_nest:
             levels.append(Level(current, ()))
-            return GridNest(phase, tuple(levels), body)
+            region = gpu_blocks.plan_region(body)
+            return GridNest(phase, tuple(levels), body, region if gpu_blocks.worth_a_block(region) else None)
         levels.append(Level(current, tuple(prefix)))
         current = inner
 

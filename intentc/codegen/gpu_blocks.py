@@ -1,0 +1,181 @@
+"""Which parts of a kernel run as cooperative thread blocks on the GPU (part of the GPU
+execution plan, ``gpu_launch.py``).
+
+A *block region* is a statement list that every thread of one block runs together: the
+body of one point of a top-level parallel nest (one block per point), or the ordered code
+of a one-launch phase (one block). Inside it
+
+- a **fold** (a serial loop whose only effect is ``acc = op(acc, f(t))`` with ``op`` a
+  reduction's combine, marked ``fast``: associative and commutative, T1/R1) is computed
+  cooperatively: ``LANES`` virtual lanes, lane ``L`` folding the elements ``L, L + LANES,
+  L + 2·LANES, …`` in order (consecutive threads read consecutive elements), then a fixed
+  tree ``s[L] = s[L] ⊕ s[L + h]`` for ``h = LANES/2, …, 1`` (shared memory and
+  ``bar.sync`` for ``h ≥ 32``, warp shuffles below), then ``acc = acc_before ⊕ s[0]``. The
+  lanes are virtual: a block launched with fewer threads runs several lanes per thread,
+  so the bits depend on the problem size only, never on the grid or the block actually
+  launched;
+- a ``point``/``parallel`` loop is *spread* over the block's threads (thread ``k`` runs the
+  iterations ``k, k + ntid, …``);
+- a store outside those is done by thread 0;
+- everything else (scalar code, checks, pure loops) is *replicated*: every thread
+  computes the same values, so control stays uniform across the block and every thread
+  reaches every barrier.
+
+A region is refused (the plan keeps one thread per point, or one thread for the phase)
+when a statement would break that: a buffer allocation, an atomic or a store in
+replicated code, a check inside a spread loop (a thread returning early would leave the
+others waiting at the next barrier).
+
+A point's fold is cooperative when its work is large: its count is not a literal below
+``MIN_FOLD`` (counts known only at run time are taken as large); with only small folds
+the nest keeps one thread per point (per-thread loops).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from intentc.lower import program as P
+
+LANES = 256  # virtual lanes of a cooperative fold (also the block size of cooperative launches)
+WARP = 32
+MIN_FOLD = 256  # a fold over fewer (literal) members stays a per-thread loop
+FOLD_OPS = ("add", "mul", "max", "min", "and", "or", "xor")
+
+REPLICATE, FOLD, SPREAD, STORE = "replicate", "fold", "spread", "store"
+
+
+@dataclass(frozen=True)
+class Fold:
+    """``acc = op(acc, value)`` once per iteration of ``loop`` (``update`` is the statement
+    that computes ``op(acc, value)`` into ``temp``)."""
+
+    loop: P.Loop
+    acc: P.Var
+    temp: P.Var
+    op: str
+
+
+@dataclass(frozen=True)
+class Region:
+    stmts: tuple[P.Stmt, ...]
+    kinds: tuple[str, ...]  # per statement: replicate | fold | spread | store
+    folds: dict  # id(loop) -> Fold
+
+
+def match_fold(s: P.Stmt) -> Fold | None:
+    """``s`` as a cooperative fold, or None."""
+    if not (isinstance(s, P.Loop) and s.kind == "serial") or len(s.body) < 2:
+        return None
+    if not all(isinstance(x, P.Assign) for x in s.body):
+        return None
+    update, carry = s.body[-2], s.body[-1]
+    acc, temp = carry.var, update.var
+    if not isinstance(carry.value, P.Read) or carry.value.var != temp or acc == temp:
+        return None
+    e = update.value
+    if not (isinstance(e, P.Binary) and e.fast and e.op in FOLD_OPS) or isinstance(acc.dtype, P.VectorType):
+        return None
+    if e.dtype != acc.dtype or temp.dtype != acc.dtype:
+        return None
+    if e.a == P.read(acc):
+        other = e.b
+    elif e.b == P.read(acc):
+        other = e.a
+    else:
+        return None
+    if acc in _reads_expr(other) or acc.dtype.kind not in ("float", "bfloat", "int", "uint", "index", "bool"):
+        return None
+    if acc.dtype.kind in ("float", "bfloat") and e.op not in ("add", "mul", "max", "min"):
+        return None
+    for x in s.body[:-2]:
+        if x.var in (acc, temp) or acc in _reads_expr(x.value) or temp in _reads_expr(x.value):
+            return None
+    if any(isinstance(n, P.Atomic) for x in s.body for n in P.walk_expr(x.value)):
+        return None
+    return Fold(s, acc, temp, e.op)
+
+
+def is_large(fold: Fold) -> bool:
+    count = fold.loop.count
+    return not (isinstance(count, P.Const) and int(count.value) < MIN_FOLD)
+
+
+def plan_region(stmts) -> Region | None:
+    """The block region of ``stmts``, or None when it cannot run cooperatively."""
+    kinds, folds = [], {}
+    for s in stmts:
+        fold = match_fold(s)
+        if fold is not None:
+            # The loop's own variables are private to it: nothing after it may read them.
+            folds[id(s)] = fold
+            kinds.append(FOLD)
+            continue
+        inner = list(P.walk_stmts((s,)))
+        if any(isinstance(x, P.Alloc) for x in inner):
+            return None
+        if isinstance(s, P.Store):
+            if _has_atomic((s,)):
+                return None
+            kinds.append(STORE)
+        elif isinstance(s, P.Loop) and s.kind in ("point", "parallel"):
+            if any(isinstance(x, P.Check) for x in inner):
+                return None
+            kinds.append(SPREAD)
+        else:
+            if any(isinstance(x, P.Store) for x in inner) or _has_atomic((s,)):
+                return None
+            kinds.append(REPLICATE)
+    if not folds:
+        return None
+    # A fold's private variables (its index, the temporaries of its body) are not used after it.
+    for i, s in enumerate(stmts):
+        if id(s) in folds:
+            fold = folds[id(s)]
+            private = {x.var for x in P.walk_stmts((s,)) if isinstance(x, (P.Assign, P.Loop))} - {fold.acc}
+            if private & _reads(stmts[i + 1:]):
+                return None
+    return Region(tuple(stmts), tuple(kinds), folds)
+
+
+def worth_a_block(region: Region | None) -> bool:
+    return region is not None and any(is_large(f) for f in region.folds.values())
+
+
+def written(stmts) -> set:
+    return {x.tensor.name for x in P.walk_stmts(stmts) if isinstance(x, P.Store)} | \
+        {n.tensor.name for x in P.walk_stmts(stmts) for e in P.stmt_exprs(x) for n in P.walk_expr(e)
+         if isinstance(n, P.Atomic)}
+
+
+def loaded(stmts) -> set:
+    return {n.tensor.name for x in P.walk_stmts(stmts) for e in P.stmt_exprs(x) for n in P.walk_expr(e)
+            if isinstance(n, (P.Load, P.Atomic))}
+
+
+def _has_atomic(stmts) -> bool:
+    return any(isinstance(n, P.Atomic) for x in P.walk_stmts(stmts) for e in P.stmt_exprs(x) for n in P.walk_expr(e))
+
+
+def _reads(stmts) -> set:
+    return {n.var for x in P.walk_stmts(stmts) for e in P.stmt_exprs(x) for n in P.walk_expr(e)
+            if isinstance(n, P.Read)}
+
+
+def _reads_expr(e: P.Expr) -> set:
+    return {n.var for n in P.walk_expr(e) if isinstance(n, P.Read)}
+
+
+def identity(op: str, dtype) -> P.Const:
+    """The identity of a fold's combine in ``dtype`` (float ``add``: -0.0, exact for every x)."""
+    if dtype.kind in ("float", "bfloat"):
+        value = {"add": -0.0, "mul": 1.0, "max": float("-inf"), "min": float("inf")}.get(op)
+        if value is None:
+            raise ValueError(f"no float identity for '{op}'")
+        return P.Const(dtype, value)
+    if dtype.kind == "bool":
+        return P.Const(dtype, op in ("and", "mul", "min"))
+    bits = dtype.bits
+    signed = dtype.kind in ("int", "index")
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    value = {"add": 0, "or": 0, "xor": 0, "mul": 1, "max": low, "min": high, "and": -1 if signed else high}[op]
+    return P.Const(dtype, value)
