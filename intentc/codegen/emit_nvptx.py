@@ -46,7 +46,7 @@ from intentc.lower import program as P
 
 GLOBAL = ir.PointerType(addrspace=1)
 SHARED = ir.PointerType(addrspace=3)
-SHARED_SLOTS = gpu_blocks.LANES + 2  # one 8-byte slot per lane, the result, the status flag
+SHARED_SLOTS = gpu_blocks.SHARED_SLOTS
 FULL_WARP = 0xFFFFFFFF
 STATUS_ARGS = 4  # check arguments recorded in the status buffer
 LIBDEVICE_ENV = "INTENTC_LIBDEVICE"

@@ -26,9 +26,11 @@ when a statement would break that: a buffer allocation, an atomic or a store in
 replicated code, a check inside a spread loop (a thread returning early would leave the
 others waiting at the next barrier).
 
-A point's fold is cooperative when its work is large: its count is not a literal below
-``MIN_FOLD`` (counts known only at run time are taken as large); with only small folds
-the nest keeps one thread per point (per-thread loops).
+A point's fold is cooperative when its work is large: its count is not known at compile
+time to be below ``MIN_FOLD`` (a literal, or a literal extent of the signature, which the
+entry checks; counts known only at run time are taken as large, since a block that
+finds a short row only idles some lanes); with only small folds the nest keeps one
+thread per point (per-thread loops).
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from intentc.lower import program as P
 
 LANES = 256  # virtual lanes of a cooperative fold (also the block size of cooperative launches)
 WARP = 32
+SHARED_SLOTS = LANES + 2  # 8-byte slots of block-shared memory: one per lane, the result, the status flag
 MIN_FOLD = 256  # a fold over fewer (literal) members stays a per-thread loop
 FOLD_OPS = ("add", "mul", "max", "min", "and", "or", "xor")
 
@@ -95,9 +98,41 @@ def match_fold(s: P.Stmt) -> Fold | None:
     return Fold(s, acc, temp, e.op)
 
 
-def is_large(fold: Fold) -> bool:
-    count = fold.loop.count
-    return not (isinstance(count, P.Const) and int(count.value) < MIN_FOLD)
+def is_large(fold: Fold, known: dict) -> bool:
+    count = static_value(fold.loop.count, known)
+    return count is None or count >= MIN_FOLD
+
+
+def static_value(e: P.Expr, known: dict) -> int | None:
+    """``e``'s value when the compiler knows it: a literal, or a variable in ``known``."""
+    if isinstance(e, P.Const) and e.dtype.kind in ("int", "index"):
+        return int(e.value)
+    if isinstance(e, P.Read):
+        return known.get(e.var)
+    return None
+
+
+def known_extents(kernel: P.Kernel) -> dict:
+    """Variables of a kernel's top level with a value known at compile time: assigned once a
+    known value, or checked equal to a literal (a literal extent of the signature: the call
+    fails unless it holds)."""
+    counts: dict = {}
+    for s in P.walk_stmts(kernel.body):
+        if isinstance(s, (P.Assign, P.Loop)):
+            counts[s.var] = counts.get(s.var, 0) + 1
+    known: dict = {}
+    for s in kernel.body:
+        if isinstance(s, P.Assign) and counts[s.var] == 1:
+            value = static_value(s.value, known)
+            if value is not None:
+                known[s.var] = value
+        elif isinstance(s, P.Check) and isinstance(s.cond, P.Compare) and s.cond.pred == "eq":
+            a, b = s.cond.a, s.cond.b
+            for var_side, const_side in ((a, b), (b, a)):
+                if isinstance(var_side, P.Read) and counts.get(var_side.var) == 1 and \
+                        static_value(const_side, known) is not None:
+                    known[var_side.var] = static_value(const_side, known)
+    return known
 
 
 def plan_region(stmts) -> Region | None:
@@ -137,8 +172,8 @@ def plan_region(stmts) -> Region | None:
     return Region(tuple(stmts), tuple(kinds), folds)
 
 
-def worth_a_block(region: Region | None) -> bool:
-    return region is not None and any(is_large(f) for f in region.folds.values())
+def worth_a_block(region: Region | None, known: dict) -> bool:
+    return region is not None and any(is_large(f, known) for f in region.folds.values())
 
 
 def written(stmts) -> set:

@@ -89,6 +89,7 @@ class Launch:
     block: tuple[int, int, int]
     phase: int | None = None
     kind: str = "grid"  # grid | blocks (one block per point) | single (one thread) | block (one block)
+    points: object = None  # blocks: the number of points (tiles), a formula; block: 1
 
 
 @dataclass(frozen=True)
@@ -167,9 +168,10 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
     nests: dict = {}
     single: dict = {}
     phases: list[str] = []  # the kind of each phase
+    known = gpu_blocks.known_extents(kernel)
     for s, kind in zip(kernel.body, kinds):
         if kind == "grid":
-            _assign_phases((s,), len(phases), nests)
+            _assign_phases((s,), len(phases), nests, known)
             phases.append("grid")
         elif kind == "single":
             if not phases or phases[-1] != "single":
@@ -188,7 +190,7 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
     for phase, kind in enumerate(phases):
         if kind == "single":
             region = gpu_blocks.plan_region([s for s in kernel.body if single.get(id(s)) == phase])
-            if gpu_blocks.worth_a_block(region):
+            if gpu_blocks.worth_a_block(region, known):
                 single_regions[phase] = region
                 phases[phase] = "block"
     launches = []
@@ -198,14 +200,15 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
             launches.append(Launch((1, 1, 1), (1, 1, 1), number, "single"))
             continue
         if kind == "block":
-            launches.append(Launch((1, 1, 1), (gpu_blocks.LANES, 1, 1), number, "block"))
+            launches.append(Launch((1, 1, 1), (gpu_blocks.LANES, 1, 1), number, "block", 1))
             continue
         totals = []
         for nest in nests.values():
             if nest.phase == phase:
                 totals.append(_points(nest, defs, scalars))
         if kind == "blocks":
-            launches.append(Launch((blocks_formula(totals), 1, 1), (gpu_blocks.LANES, 1, 1), number, "blocks"))
+            launches.append(Launch((blocks_formula(totals), 1, 1), (gpu_blocks.LANES, 1, 1), number, "blocks",
+                                   _max_formula(totals)))
         else:
             launches.append(Launch((grid_formula(totals), 1, 1), (BLOCK, 1, 1), number))
     return Plan("grid", "", len(phases), nests, launches, entry_args(kernel, scratch, len(phases) > 1), scratch,
@@ -221,15 +224,21 @@ def _fresh_name(kernel: P.Kernel, base: str) -> str:
     return name
 
 
-def blocks_formula(totals: list) -> object:
-    """Blocks for a phase of one block per point (block-stride beyond MAX_BLOCKS)."""
+def _max_formula(totals: list) -> object:
+    """``max(totals)`` as a formula, or None when a count has none."""
     if not totals or any(t is None for t in totals):
-        return FALLBACK_BLOCKS
+        return None
     unique = sorted(set(totals))
     total = unique[0]
     for other in unique[1:]:
         total = f"max({total}, {other})"
-    return f"min(max({total}, 1), {MAX_BLOCKS})"
+    return total
+
+
+def blocks_formula(totals: list) -> object:
+    """Blocks for a phase of one block per point (block-stride beyond MAX_BLOCKS)."""
+    total = _max_formula(totals)
+    return FALLBACK_BLOCKS if total is None else f"min(max({total}, 1), {MAX_BLOCKS})"
 
 
 def _points(nest, defs, scalars):
@@ -371,20 +380,20 @@ def _reads(stmts) -> set:
     return {n.var for s in stmts for e in P.stmt_exprs(s) for n in P.walk_expr(e) if isinstance(n, P.Read)}
 
 
-def _assign_phases(stmts, phase: int, nests: dict) -> int:
+def _assign_phases(stmts, phase: int, nests: dict, known: dict) -> int:
     """Number the top-level parallel loops in program order; the branches of an ``if``
     start from the same number (only one of them runs), so versioned copies of one loop
     share a phase. Returns the next free phase."""
     for s in stmts:
         if isinstance(s, P.Loop) and s.kind == "parallel":
-            nests[id(s)] = _flatten(s, phase)
+            nests[id(s)] = _flatten(s, phase, known)
             phase += 1
         elif isinstance(s, P.If):
-            phase = max(_assign_phases(s.then, phase, nests), _assign_phases(s.orelse, phase, nests))
+            phase = max(_assign_phases(s.then, phase, nests, known), _assign_phases(s.orelse, phase, nests, known))
     return phase
 
 
-def _flatten(loop: P.Loop, phase: int) -> GridNest:
+def _flatten(loop: P.Loop, phase: int, known: dict) -> GridNest:
     levels = []
     bound: set = set()  # variables that vary with the points of the outer levels
     current = loop
@@ -401,7 +410,7 @@ def _flatten(loop: P.Loop, phase: int) -> GridNest:
         if not can_nest:
             levels.append(Level(current, ()))
             region = gpu_blocks.plan_region(body)
-            return GridNest(phase, tuple(levels), body, region if gpu_blocks.worth_a_block(region) else None)
+            return GridNest(phase, tuple(levels), body, region if gpu_blocks.worth_a_block(region, known) else None)
         levels.append(Level(current, tuple(prefix)))
         current = inner
 

@@ -11,6 +11,7 @@ import json
 import re
 
 from intentc.codegen.abi import STATUS
+from intentc.codegen import gpu_blocks
 from intentc.codegen.gpu_launch import SCRATCH_ALIGN, uses_heap
 
 MANIFEST_FORMAT = "intentc-ptx"
@@ -34,6 +35,10 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
                      "kind": launch.kind}
             if launch.phase is not None:
                 entry["phase"] = launch.phase
+            if launch.kind in ("blocks", "block"):
+                # The fixed tiling of its reductions: the bits depend on these, never on the grid.
+                entry["lanes"] = gpu_blocks.LANES
+                entry["points"] = launch.points
             launches.append(entry)
         out.append({
             "name": kernel.name,
@@ -47,6 +52,8 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
                         for x in plan.scratch],
             "checks": [dict(c, id=k) for k, c in enumerate(checks)],
             "device_heap": uses_heap(kernel, plan.scratch),
+            "static_shared_bytes": 8 * gpu_blocks.SHARED_SLOTS if any(
+                launch.kind in ("blocks", "block") for launch in plan.launches) else 0,
         })
     return {
         "format": MANIFEST_FORMAT,
