@@ -5,7 +5,9 @@ mapping, D5/D1 status reports, and every arithmetic rule.
 
 Each case runs with grids much smaller than the manifest's (so every thread covers many
 points) and with a single thread, because a kernel must be correct for any grid; the
-mapping cases also run with the manifest's own grid.
+mapping cases also run with the manifest's own grid. Each grid comes with its own
+schedule of the threads of a block (3 x 32: a seeded random order; 1 x 1: ascending;
+the manifest's: descending), because a kernel must not depend on the interleaving.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from intentc import ptx_loader
 from intentc.codegen import emit_nvptx
 from intentc.driver import compile_source
 
-GRIDS = {"3x32": (3, 32), "1x1": (1, 1)}
+# (blocks, threads, schedule)
+GRIDS = {"3x32": (3, 32, "random"), "1x1": (1, 1, "ascending")}
+MANIFEST_GRID = (None, None, "descending")
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,9 +33,11 @@ def _compiled(source_text: str, path: str):
 
 
 def _module(source_text: str, path: str, grid):
-    """The module launched with at most ``grid`` = (blocks, threads) (None: the manifest's)."""
+    """The module launched with at most ``grid`` = (blocks, threads, schedule) (None: the
+    manifest's)."""
     manifest, emulator = _compiled(source_text, path)
-    emulator.max_blocks, emulator.max_threads = grid
+    emulator.max_blocks, emulator.max_threads, emulator.schedule = grid
+    emulator.seed = 7
     emulator.launches = []
     return ptx_loader.Module("", manifest, emulator), emulator
 
@@ -48,7 +54,7 @@ def test_sample(sample, grid):
 
 @pytest.mark.parametrize("grid", ["manifest", "3x32", "1x1"])
 def test_mapping(grid):
-    module, emulator = _module(gpu_cases.MAPPING_SOURCE, "mapping.intent", GRIDS.get(grid, (None, None)))
+    module, emulator = _module(gpu_cases.MAPPING_SOURCE, "mapping.intent", GRIDS.get(grid, MANIFEST_GRID))
     assert gpu_cases.check_mapping(gpu_cases.Adapter(module)).startswith("PASS")
     phases = [launch for launch in emulator.launches if launch[0] == "two_phase"]
     assert phases and len(phases) % 2 == 0
@@ -72,7 +78,7 @@ def test_structured_same_bits_for_every_grid():
     rows = rng.uniform(-1, 1, (40, 333)).astype(np.float32)
     results = []
     for grid in ("manifest", "3x32", "1x1"):
-        module, _ = _module(gpu_cases.STRUCTURED_SOURCE, "structured.intent", GRIDS.get(grid, (None, None)))
+        module, _ = _module(gpu_cases.STRUCTURED_SOURCE, "structured.intent", GRIDS.get(grid, MANIFEST_GRID))
         total = np.zeros(1, np.float32)
         module.total(x, total)
         results.append((total.tobytes(), module.prefix(x).tobytes(), module.row_sums(rows).tobytes()))
@@ -81,7 +87,7 @@ def test_structured_same_bits_for_every_grid():
 
 def test_grid_follows_the_manifest():
     path = gpu_cases.REPO / "samples" / "saxpy.intent"
-    module, emulator = _module(path.read_text(), str(path), (None, None))
+    module, emulator = _module(path.read_text(), str(path), MANIFEST_GRID)
     import numpy as np
 
     x = np.arange(1000, dtype=np.float32)
