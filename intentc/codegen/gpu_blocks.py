@@ -15,7 +15,8 @@ of a one-launch phase (one block). Inside it
   so the bits depend on the problem size only, never on the grid or the block actually
   launched;
 - a ``point``/``parallel`` loop is *spread* over the block's threads (thread ``k`` runs the
-  iterations ``k, k + ntid, …``);
+  iterations ``k, k + ntid, …``), and so is an ordered loop whose iterations are
+  independent (``independent_iterations``: a row written element by element);
 - a store outside those is done by thread 0;
 - everything else (scalar code, checks, pure loops) is *replicated*: every thread
   computes the same values, so control stays uniform across the block and every thread
@@ -156,20 +157,85 @@ def plan_region(stmts) -> Region | None:
             if any(isinstance(x, P.Check) for x in inner):
                 return None
             kinds.append(SPREAD)
+        elif independent_iterations(s):
+            kinds.append(SPREAD)
         else:
             if any(isinstance(x, P.Store) for x in inner) or _has_atomic((s,)):
                 return None
             kinds.append(REPLICATE)
     if not folds:
         return None
-    # A fold's private variables (its index, the temporaries of its body) are not used after it.
-    for i, s in enumerate(stmts):
-        if id(s) in folds:
-            fold = folds[id(s)]
-            private = {x.var for x in P.walk_stmts((s,)) if isinstance(x, (P.Assign, P.Loop))} - {fold.acc}
+    # The private variables of a fold or a spread loop (its index, the temporaries of its
+    # body) live in one thread: nothing after it may read them.
+    for i, (s, kind) in enumerate(zip(stmts, kinds)):
+        if kind in (FOLD, SPREAD):
+            private = {x.var for x in P.walk_stmts((s,)) if isinstance(x, (P.Assign, P.Loop))}
+            if kind == FOLD:
+                private.discard(folds[id(s)].acc)
             if private & _reads(stmts[i + 1:]):
                 return None
     return Region(tuple(stmts), tuple(kinds), folds)
+
+
+def independent_iterations(s: P.Stmt) -> bool:
+    """An ordered loop whose iterations do not depend on each other, so that running them
+    spread over threads gives what running them in order gives: straight-line assignments
+    and stores, no value carried from one iteration to the next, every store at an offset
+    that differs for every iteration (the index times a stride or 1, plus terms that do
+    not change in the loop: a written tensor's stride is never 0 on an axis the loop
+    visits twice), and the written tensors read only at the element the iteration writes."""
+    if not (isinstance(s, P.Loop) and s.kind == "serial") or not s.body:
+        return False
+    if not all(isinstance(x, (P.Assign, P.Store)) for x in s.body) or _has_atomic(s.body):
+        return False
+    local = {x.var for x in s.body if isinstance(x, P.Assign)}
+    index = {s.var}  # the loop index and its copies
+    assigned: set = set()
+    stores: dict = {}
+    for x in s.body:
+        if _reads_of_stmt(x) & (local - assigned):
+            return False  # read before this iteration assigns it: carried from the previous one
+        if isinstance(x, P.Assign):
+            assigned.add(x.var)
+            if isinstance(x.value, P.Read) and x.value.var in index:
+                index.add(x.var)
+        else:
+            if stores.setdefault(x.tensor.name, x.offset) != x.offset:
+                return False
+            if not _distinct_per_iteration(x.offset, index, local):
+                return False
+    for x in s.body:
+        for e in P.stmt_exprs(x):
+            for n in P.walk_expr(e):
+                if isinstance(n, P.Load) and n.tensor.name in stores and n.offset != stores[n.tensor.name]:
+                    return False
+    return True
+
+
+def _distinct_per_iteration(offset: P.Expr, index: set, local: set) -> bool:
+    terms, pending = [], [offset]
+    while pending:
+        e = pending.pop()
+        if isinstance(e, P.Binary) and e.op == "add":
+            pending += [e.a, e.b]
+        else:
+            terms.append(e)
+    varying = [t for t in terms if _reads_expr(t) & (index | local)]
+    if len(varying) != 1:
+        return False
+    (term,) = varying
+    if isinstance(term, P.Read):
+        return term.var in index
+    if isinstance(term, P.Binary) and term.op == "mul":
+        for a, b in ((term.a, term.b), (term.b, term.a)):
+            if isinstance(a, P.Read) and a.var in index and not _reads_expr(b) & (index | local):
+                return (isinstance(b, P.Field) and b.kind == "stride") or (
+                    isinstance(b, P.Const) and int(b.value) != 0)
+    return False
+
+
+def _reads_of_stmt(x: P.Stmt) -> set:
+    return {n.var for e in P.stmt_exprs(x) for n in P.walk_expr(e) if isinstance(n, P.Read)}
 
 
 def worth_a_block(region: Region | None, known: dict) -> bool:

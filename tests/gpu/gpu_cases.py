@@ -149,6 +149,25 @@ def softmax(x: f32[R, C], out: mut f32[R, C]):
             out[r, c] = I.exp(x[r, c] - m) / s
 
 @intent.kernel
+def softmax_ordered(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        for c in x.axis(1):
+            out[r, c] = I.exp(x[r, c] - m)
+        inv = 1.0 / I.sum(out[r, :])
+        for c in x.axis(1):
+            out[r, c] = out[r, c] * inv
+
+@intent.kernel
+def row_running(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        acc: f32 = 0.0
+        for c in x.axis(1):
+            acc = acc + (x[r, c] - m)
+            out[r, c] = acc
+
+@intent.kernel
 def narrow_rows(x: i32[R, 4]) -> i32[R]:
     return I.sum(x, axis=1)
 
@@ -500,6 +519,19 @@ def check_cooperative(m) -> str:
         if r and c:
             e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
             _close(out, e / e.sum(axis=1, keepdims=True), f"softmax {r}x{c}", 1e-5, 1e-7)
+        ordered = np.zeros((r, c), np.float32)
+        m.softmax_ordered(x, ordered)
+        if r and c:
+            _close(ordered, e / e.sum(axis=1, keepdims=True), f"softmax_ordered {r}x{c}", 1e-5, 1e-7)
+        running = np.zeros((r, c), np.float32)
+        m.row_running(x, running)  # an ordered loop carrying a value: one thread per row, in order
+        want = np.zeros((r, c), np.float32)
+        for i in range(r):
+            acc = np.float32(0)
+            for j in range(c):
+                acc = np.float32(acc + np.float32(x[i, j] - x[i].max()))
+                want[i, j] = acc
+        _same(running, want, f"row_running {r}x{c}")
         dout, w = rng.uniform(-1, 1, (r, c)).astype(np.float32), rng.uniform(-1, 1, c).astype(np.float32)
         mean, rstd = rng.uniform(-1, 1, r).astype(np.float32), rng.uniform(0.5, 2, r).astype(np.float32)
         dx = np.zeros((r, c), np.float32)

@@ -355,7 +355,8 @@ def test_cooperative_kernels(ptx):
         assert any(x["arg"] == "carried.data" for x in kernels[name]["scratch"])
     assert kinds["softmax"] == ["blocks"] and kinds["layernorm_backward"] == ["blocks"]
     assert kinds["crossentropy_mean"] == ["grid", "blocks", "block"]
-    assert kinds["narrow_rows"] == ["grid"]
+    assert kinds["softmax_ordered"] == ["blocks"]  # ordered loops with independent iterations, spread
+    assert kinds["narrow_rows"] == ["grid"] and kinds["row_running"] == ["grid"]
     text = path.read_text()
     assert "bar.sync" in text and "shfl.sync.down" in text and ".shared .align 8 .b8 dot_$_shared[2064]" in text
 
