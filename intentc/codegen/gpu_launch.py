@@ -38,6 +38,7 @@ threads get consecutive innermost points (coalesced accesses).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -300,17 +301,21 @@ def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str, set]:
         return [], "the kernel has no parallel loop", set()
     grid_loops = _parallel_loops(body)
     inside = {id(x) for loop in grid_loops for x in P.walk_stmts((loop,))}
-    for s in P.walk_stmts(body):
-        if isinstance(s, P.Alloc) and s.tensor.name not in scratch and id(s) not in inside:
-            # A heap buffer lives in one thread's registers: it cannot be shared by launches.
-            return [], f"the size of the buffer '{s.tensor.name}' is not known before the launches", set()
+    for i, top in enumerate(body):
+        for s in P.walk_stmts((top,)):
+            if isinstance(s, P.Alloc) and s.tensor.name not in scratch and id(s) not in inside:
+                # A heap buffer lives in one thread's registers: it cannot be shared by launches.
+                return [], (f"a buffer whose size the kernel computes{where(body, i)} is allocated outside the "
+                            f"parallel loops, so the launches cannot share it"), set()
     written = {s.tensor.name for s in P.walk_stmts(body) if isinstance(s, P.Store)}
     kinds = []
     single_vars: set = set()
-    for s in body:
+    for i, s in enumerate(body):
         if _parallel_loops((s,)):
             if not _is_grid(s, written, single_vars):
-                return [], "a parallel loop is nested in ordered control", set()
+                construct = "an ordered loop" if isinstance(s, (P.Loop, P.While)) else "a branch on a computed value"
+                return [], (f"a parallel loop is nested in {construct}{where(body, i)}: each iteration would need "
+                            f"launches of its own"), set()
             kinds.append("grid")
             continue
         inner = list(P.walk_stmts((s,)))
@@ -341,14 +346,35 @@ def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str, set]:
     # A value that ordered code computes (in one launch) may be carried to later launches
     # through scratch memory; one computed per point of a parallel loop may not.
     crossing = set()
-    for s, unit in zip(body, units):
+    for i, (s, unit) in enumerate(zip(body, units)):
         for var in _reads(list(P.walk_stmts((s,)))):
             if var in owners and owners[var] != {unit}:
                 (owner,) = owners[var] if len(owners[var]) == 1 else (None,)
                 if owner is None or owner[0] != "single":
-                    return [], f"'{var.name}' is computed in one launch and used in another", set()
+                    return [], (f"a value computed inside a parallel loop is used by a later statement"
+                                f"{where(body, i)}, which runs in another launch"), set()
                 crossing.add(var)
     return kinds, "", crossing
+
+
+_AT = re.compile(r"\(at ([^()]*:\d+:\d+)\)")
+
+
+def where(body, index: int) -> str:
+    """Where the top-level statement ``index`` comes from in the source, as the located
+    checks the lowering put just before it (the source position of the statement it
+    belongs to) and inside it (of what it calls): `` (after FILE:LINE:COL, near …)``, or ""
+    (the physical program keeps no spans of its own)."""
+    parts = []
+    for s in reversed(body[:index]):
+        if isinstance(s, P.Check) and _AT.search(s.message):
+            parts.append(f"after {_AT.search(s.message).group(1)}")
+            break
+    for s in P.walk_stmts((body[index],)):
+        if isinstance(s, P.Check) and _AT.search(s.message):
+            parts.append(f"near {_AT.search(s.message).group(1)}")
+            break
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _is_grid(s: P.Stmt, written: set, single_vars: set) -> bool:

@@ -301,7 +301,7 @@ def test_mappings_and_phases(ptx):
     first = kernels["first_and_shift"]
     assert first["mapping"] == "grid" and [launch["kind"] for launch in first["launches"]] == ["single", "grid"]
     assert first["launches"][0]["grid"] == [1, 1, 1] and first["launches"][0]["phase"] == 0
-    for name, reason in (("running_sum", "no parallel loop"), ("halve_k_times", "nested in ordered control")):
+    for name, reason in (("running_sum", "no parallel loop"), ("halve_k_times", "nested in an ordered loop")):
         k = kernels[name]
         assert k["mapping"] == "serial" and reason in k["serial_reason"]
         assert k["launches"] == [{"grid": [1, 1, 1], "block": [1, 1, 1], "shared_bytes": 0, "kind": "single"}]
@@ -339,6 +339,20 @@ def test_reductions_use_scratch_and_single_phases(ptx):
     softmax = kernels["softmax_rows"]
     assert softmax["scratch"] == [] and [launch["kind"] for launch in softmax["launches"]] == ["blocks"]
     assert evaluate(softmax["launches"][0]["grid"][0], {"x.shape0": 256, "x.shape1": 1000}) == 256  # a block a row
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_serial_reasons_speak_of_the_source(ptx, sample):
+    """A kernel that still runs on one thread says which statement limits it in source terms
+    (a construct and a file:line:col), never by internal variable names."""
+    _, manifest = ptx(sample, "sm_80")
+    for k in manifest["kernels"]:
+        if k["mapping"] != "serial":
+            assert "serial_reason" not in k
+            continue
+        reason = k["serial_reason"]
+        assert not re.search(r"\b(v|t|len|buf)_\d+\b", reason), reason
+        assert re.search(rf"samples/{sample}\.intent:\d+:\d+", reason), reason
 
 
 def test_cooperative_kernels(ptx):
