@@ -168,6 +168,14 @@ def row_running(x: f32[R, C], out: mut f32[R, C]):
             out[r, c] = acc
 
 @intent.kernel
+def shifted_rows(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        out[r, 0] = m
+        for c in I.domain(1, C):
+            out[r, c] = out[r, c - 1] + x[r, c]
+
+@intent.kernel
 def narrow_rows(x: i32[R, 4]) -> i32[R]:
     return I.sum(x, axis=1)
 
@@ -532,6 +540,15 @@ def check_cooperative(m) -> str:
                 acc = np.float32(acc + np.float32(x[i, j] - x[i].max()))
                 want[i, j] = acc
         _same(running, want, f"row_running {r}x{c}")
+        if c:
+            shifted = np.zeros((r, c), np.float32)
+            m.shifted_rows(x, shifted)  # each iteration reads the element the previous one wrote
+            want = np.zeros((r, c), np.float32)
+            for i in range(r):
+                want[i, 0] = x[i].max()
+                for j in range(1, c):
+                    want[i, j] = np.float32(want[i, j - 1] + x[i, j])
+            _same(shifted, want, f"shifted_rows {r}x{c}")
         dout, w = rng.uniform(-1, 1, (r, c)).astype(np.float32), rng.uniform(-1, 1, c).astype(np.float32)
         mean, rstd = rng.uniform(-1, 1, r).astype(np.float32), rng.uniform(0.5, 2, r).astype(np.float32)
         dx = np.zeros((r, c), np.float32)

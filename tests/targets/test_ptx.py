@@ -370,7 +370,12 @@ def test_cooperative_kernels(ptx):
     assert kinds["softmax"] == ["blocks"] and kinds["layernorm_backward"] == ["blocks"]
     assert kinds["crossentropy_mean"] == ["grid", "blocks", "block"]
     assert kinds["softmax_ordered"] == ["blocks"]  # ordered loops with independent iterations, spread
-    assert kinds["narrow_rows"] == ["grid"] and kinds["row_running"] == ["grid"]
+    assert kinds["narrow_rows"] == ["grid"] and kinds["row_running"] == ["grid"] and kinds["shifted_rows"] == ["grid"]
+    # A region_fold's combine may be re-parenthesised, never permuted (R3): it stays in order
+    # on one thread, while the reductions inside its summaries (T1) run on blocks.
+    _, sample = ptx("logsumexp", "sm_80")
+    (lse,) = sample["kernels"]
+    assert [launch["kind"] for launch in lse["launches"]] == ["blocks", "single", "grid"]
     text = path.read_text()
     assert "bar.sync" in text and "shfl.sync.down" in text and ".shared .align 8 .b8 dot_$_shared[2064]" in text
 
