@@ -149,7 +149,7 @@ class GpuKernelEmitter(FunctionEmitter):
         self.status = None
         self.phase = None
         self.malloced: set[str] = set()  # buffers from the device heap
-        cooperative = any(launch.kind in ("blocks", "block") for launch in plan.launches)
+        cooperative = plan.mapping == "block" or any(launch.kind in ("blocks", "block") for launch in plan.launches)
         self.shared = mod.shared_buffer(kernel.name) if cooperative else None
         self.hazards = _Hazards()
 
@@ -193,6 +193,13 @@ class GpuKernelEmitter(FunctionEmitter):
             gid, _step = self.thread_index()
             with b.if_then(b.icmp_signed("!=", gid, ir.Constant(I64, 0))):
                 b.ret_void()
+        if self.plan.mapping == "block":  # the whole kernel on block 0
+            with b.if_then(b.icmp_signed("!=", self.sreg("ctaid.x"), ir.Constant(I64, 0))):
+                b.ret_void()
+            self.hazards = _Hazards()
+            self.block_program(self.kernel.body)
+            self.finish()
+            return
         carried = self.plan.carried or {}
         owner = {}  # carried Var -> the phase whose code computes it
         for s in self.kernel.body:
@@ -410,6 +417,84 @@ class GpuKernelEmitter(FunctionEmitter):
         else:
             self.stmt(s)
         self.hazards = _Hazards(self.hazards.loaded | reads, self.hazards.written | writes)
+
+    def block_program(self, stmts) -> None:
+        """Statements of a kernel that runs on one block (the ``block`` mapping): ordered
+        control on every thread (its values are the same on all: every read of memory
+        another thread wrote comes after a barrier), parallel loops spread over the
+        threads, reductions cooperative, other stores by thread 0."""
+        b = self.builder
+        tid = self.sreg("tid.x")
+        for s in stmts:
+            if b.block.is_terminated:
+                return
+            reads, writes = gpu_blocks.loaded((s,)), gpu_blocks.written((s,))
+            fold = gpu_blocks.match_fold(s)
+            if fold is not None:
+                if reads & self.hazards.written:
+                    self.barrier()
+                self.block_fold(fold)
+            elif isinstance(s, P.Loop) and s.kind in ("parallel", "point"):
+                if reads & self.hazards.written or writes & (self.hazards.loaded | self.hazards.written):
+                    self.barrier()
+                self.strided_loop(s.var, tid, self.expr(s.count), self.sreg("ntid.x"), s.body)
+                self.hazards = _Hazards(self.hazards.loaded | reads, self.hazards.written | writes)
+            elif not any(isinstance(x, P.Store) or (isinstance(x, P.Loop) and x.kind in ("parallel", "point"))
+                         for x in P.walk_stmts((s,))):
+                if reads & self.hazards.written:
+                    self.barrier()
+                self.stmt(s)  # replicated: no effect but checks
+                self.hazards = _Hazards(self.hazards.loaded | reads, self.hazards.written)
+            elif isinstance(s, P.Store):
+                if reads & self.hazards.written or writes & (self.hazards.loaded | self.hazards.written):
+                    self.barrier()
+                with b.if_then(b.icmp_signed("==", tid, ir.Constant(I64, 0))):
+                    self.stmt(s)
+                self.hazards = _Hazards(self.hazards.loaded | reads, self.hazards.written | writes)
+            elif isinstance(s, P.If):
+                if reads & self.hazards.written:
+                    self.barrier()
+                before = self.hazards
+                with b.if_else(self.expr(s.cond)) as (then, orelse):
+                    with then:
+                        self.hazards = before
+                        self.block_program(s.then)
+                        after_then = self.hazards
+                    with orelse:
+                        self.hazards = before
+                        self.block_program(s.orelse)
+                        after_else = self.hazards
+                self.hazards = _Hazards(after_then.loaded | after_else.loaded, after_then.written | after_else.written)
+            elif isinstance(s, P.Loop):
+                self.block_loop(s.var, self.expr(s.count), None, s.body)
+            else:  # While
+                self.block_loop(None, None, s, s.body)
+
+    def block_loop(self, var, count, while_stmt, body) -> None:
+        """An ordered loop of a block program: a barrier at the head of every iteration, so
+        each starts with every thread's earlier writes visible."""
+        b = self.builder
+        if var is not None:
+            b.store(ir.Constant(I64, 0), self.slot(var))
+        head = self.func.append_basic_block("block.head")
+        loop_body = self.func.append_basic_block("block.body")
+        exit_ = self.func.append_basic_block("block.exit")
+        b.branch(head)
+        b.position_at_end(head)
+        self.barrier()
+        if var is not None:
+            b.cbranch(b.icmp_signed("<", b.load(self.slot(var)), count), loop_body, exit_)
+        else:
+            self.block_program(while_stmt.cond_body)
+            b.cbranch(self.expr(while_stmt.cond), loop_body, exit_)
+        b.position_at_end(loop_body)
+        self.block_program(body)
+        if not b.block.is_terminated:
+            if var is not None:
+                b.store(b.add(b.load(self.slot(var)), ir.Constant(I64, 1)), self.slot(var))
+            b.branch(head)
+        b.position_at_end(exit_)
+        self.hazards = _Hazards()  # the head's barrier is the last thing every exit passed
 
     def strided_loop(self, var: P.Var, begin: ir.Value, end: ir.Value, step: ir.Value, body) -> None:
         """``for var = begin; var < end; var += step`` (statements or a callback as body)."""

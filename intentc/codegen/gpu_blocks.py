@@ -238,6 +238,26 @@ def _reads_of_stmt(x: P.Stmt) -> set:
     return {n.var for e in P.stmt_exprs(x) for n in P.walk_expr(e) if isinstance(n, P.Read)}
 
 
+def block_program_ok(stmts, scratch: set) -> bool:
+    """Whether a whole kernel can run on one block (the ``block`` mapping): ordered control
+    replicated on every thread, each parallel loop spread over the threads, stores outside
+    them by thread 0. Statements outside parallel loops may not allocate or use atomics
+    (every thread would; a scratch buffer, which the host allocates, is fine), and only the
+    plain statement kinds appear there."""
+    for s in stmts:
+        if isinstance(s, P.Loop) and s.kind in ("parallel", "point"):
+            continue
+        if isinstance(s, P.Alloc) and s.tensor.name in scratch:
+            continue
+        if not isinstance(s, (P.Assign, P.Check, P.Store, P.Fence, P.Loop, P.While, P.If)):
+            return False
+        if any(isinstance(n, P.Atomic) for e in P.stmt_exprs(s) for n in P.walk_expr(e)):
+            return False
+        if not all(block_program_ok(block, scratch) for block in P.stmt_blocks(s)):
+            return False
+    return True
+
+
 def worth_a_block(region: Region | None, known: dict) -> bool:
     return region is not None and any(is_large(f, known) for f in region.folds.values())
 

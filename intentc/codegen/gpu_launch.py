@@ -21,7 +21,9 @@ and the manifest must agree on:
   not enough — a value computed inside a parallel loop is used by another launch, a
   parallel loop sits inside ordered control, or a buffer's size is known only to the
   kernel — the whole kernel runs on one thread: the ``serial`` mapping (P5 lets the
-  compiler serialise).
+  compiler serialise). A kernel limited only by parallel loops inside ordered control
+  runs on one block instead (the ``block`` mapping, ``gpu_blocks.block_program_ok``):
+  the ordered control on every thread, each parallel loop spread over the block.
 
 Cooperative blocks (``gpu_blocks.py``): a grid phase whose points each hold a large
 reduction (a fold) runs one block per point (launch kind ``blocks``: the block-stride
@@ -102,8 +104,8 @@ class Scratch:
 
 @dataclass
 class Plan:
-    mapping: str  # grid | serial
-    reason: str  # why serial ("" for grid)
+    mapping: str  # grid | block (the whole kernel on one block) | serial (on one thread)
+    reason: str  # what limits a block or serial kernel ("" for grid)
     phases: int
     nests: dict  # id(parallel P.Loop) -> GridNest
     launches: list
@@ -159,6 +161,11 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
     scratch = _scratch(kernel, defs, scalars)
     kinds, reason, crossing = _classify(kernel, {x.tensor.name for x in scratch})
     if reason:
+        if reason.startswith("a parallel loop is nested") and gpu_blocks.block_program_ok(
+                kernel.body, {x.tensor.name for x in scratch}):
+            # The whole kernel on one block: its parallel loops spread over the block's threads.
+            launch = Launch((1, 1, 1), (gpu_blocks.LANES, 1, 1), None, "block", 1)
+            return Plan("block", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {}, {}, {})
         launch = Launch((1, 1, 1), (1, 1, 1), None, "single")
         return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {}, {}, {})
     carried, carry_tensor = {}, None

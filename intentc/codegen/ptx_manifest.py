@@ -46,7 +46,8 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
             "params": logical[kernel.name]["params"],
             "args": [_arg(a) for a in plan.args],
             "mapping": plan.mapping,
-            **({"serial_reason": plan.reason} if plan.reason else {}),
+            **({"serial_reason": plan.reason} if plan.mapping == "serial" else {}),
+            **({"limited_by": plan.reason} if plan.mapping == "block" else {}),
             "launches": launches,
             "scratch": [{"arg": x.arg, "bytes": x.bytes, "align": SCRATCH_ALIGN, "zero": False}
                         for x in plan.scratch],

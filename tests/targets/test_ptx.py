@@ -234,7 +234,7 @@ def test_manifest_describes_the_ptx(ptx, name):
         for buffer in k["scratch"]:
             assert buffer["align"] == 256 and buffer["zero"] is False
             assert next(a for a in k["args"] if a["name"] == buffer["arg"])["role"] == "scratch"
-        assert k["mapping"] in ("grid", "serial")
+        assert k["mapping"] in ("grid", "block", "serial")
         kinds = [launch["kind"] for launch in k["launches"]]
         assert set(kinds) <= {"grid", "blocks", "single", "block"}
         for launch in k["launches"]:
@@ -246,7 +246,7 @@ def test_manifest_describes_the_ptx(ptx, name):
                 assert launch["block"] == [256, 1, 1] and launch["lanes"] == 256
             else:
                 assert "lanes" not in launch and "points" not in launch
-        cooperative = {"blocks", "block"} & set(kinds)
+        cooperative = {"blocks", "block"} & set(kinds) or k["mapping"] == "block"
         assert k["static_shared_bytes"] == (2064 if cooperative else 0)
         for i, check in enumerate(k["checks"]):
             assert check["id"] == i and status["codes"][check["status"]] == check["code"] < 0
@@ -301,10 +301,14 @@ def test_mappings_and_phases(ptx):
     first = kernels["first_and_shift"]
     assert first["mapping"] == "grid" and [launch["kind"] for launch in first["launches"]] == ["single", "grid"]
     assert first["launches"][0]["grid"] == [1, 1, 1] and first["launches"][0]["phase"] == 0
-    for name, reason in (("running_sum", "no parallel loop"), ("halve_k_times", "nested in an ordered loop")):
-        k = kernels[name]
-        assert k["mapping"] == "serial" and reason in k["serial_reason"]
-        assert k["launches"] == [{"grid": [1, 1, 1], "block": [1, 1, 1], "shared_bytes": 0, "kind": "single"}]
+    running = kernels["running_sum"]
+    assert running["mapping"] == "serial" and "no parallel loop" in running["serial_reason"]
+    assert running["launches"] == [{"grid": [1, 1, 1], "block": [1, 1, 1], "shared_bytes": 0, "kind": "single"}]
+    # A parallel loop inside an ordered loop: the whole kernel on one block, the loop spread.
+    halve = kernels["halve_k_times"]
+    assert halve["mapping"] == "block" and "nested in an ordered loop" in halve["limited_by"]
+    assert halve["launches"] == [{"grid": [1, 1, 1], "block": [256, 1, 1], "shared_bytes": 0, "kind": "block",
+                                  "lanes": 256, "points": 1}]
     # 'f' is computed by the one-thread launch and used by the grid launch: carried in scratch.
     bump = kernels["bump_then_scale"]
     assert bump["mapping"] == "grid" and [launch["kind"] for launch in bump["launches"]] == ["single", "grid"]
@@ -343,14 +347,14 @@ def test_reductions_use_scratch_and_single_phases(ptx):
 
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_serial_reasons_speak_of_the_source(ptx, sample):
-    """A kernel that still runs on one thread says which statement limits it in source terms
-    (a construct and a file:line:col), never by internal variable names."""
+    """A kernel that still runs on one thread or one block says which statement limits it in
+    source terms (a construct and a file:line:col), never by internal variable names."""
     _, manifest = ptx(sample, "sm_80")
     for k in manifest["kernels"]:
-        if k["mapping"] != "serial":
-            assert "serial_reason" not in k
+        if k["mapping"] == "grid":
+            assert "serial_reason" not in k and "limited_by" not in k
             continue
-        reason = k["serial_reason"]
+        reason = k["serial_reason" if k["mapping"] == "serial" else "limited_by"]
         assert not re.search(r"\b(v|t|len|buf)_\d+\b", reason), reason
         assert re.search(rf"samples/{sample}\.intent:\d+:\d+", reason), reason
 
