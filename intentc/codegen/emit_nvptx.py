@@ -14,6 +14,9 @@ pointwise arithmetic: no fast-math, no FMA contraction, no flush-to-zero). What 
   folds as block-wide trees in shared memory (``addrspace(3)``, ``bar.sync``) finished
   by warp shuffles (``shfl.sync.down``), inner loops spread over the block's threads,
   stores by thread 0, and a barrier wherever one thread reads what another wrote;
+- a kernel mapped ``block`` runs on one block (``block_program``): ordered control on
+  every thread, parallel loops spread over the threads, a barrier at the head of every
+  ordered iteration;
 - values that ordered code computes for a later launch go through the ``carried``
   scratch buffer;
 - a failed check does not call the runtime: the first failing thread claims the status
