@@ -18,9 +18,20 @@ and the manifest must agree on:
              combine step of a reduction, a serial scan of block sums) is a phase run by
              one thread.
   Phases communicate only through memory (a launch boundary orders them). When that is
-  not enough — a value computed in one phase is used in another, or a parallel loop sits
-  inside ordered control — the whole kernel runs on one thread: the ``serial`` mapping
-  (P5 lets the compiler serialise).
+  not enough — a value computed inside a parallel loop is used by another launch, a
+  parallel loop sits inside ordered control, or a buffer's size is known only to the
+  kernel — the whole kernel runs on one thread: the ``serial`` mapping (P5 lets the
+  compiler serialise). A kernel limited only by parallel loops inside ordered control
+  runs on one block instead (the ``block`` mapping, ``gpu_blocks.block_program_ok``):
+  the ordered control on every thread, each parallel loop spread over the block.
+
+Cooperative blocks (``gpu_blocks.py``): a grid phase whose points each hold a large
+reduction (a fold) runs one block per point (launch kind ``blocks``: the block-stride
+loop over the points, each point's fold a block-wide tree), and a one-launch phase that
+holds a fold runs on one whole block (kind ``block``) instead of one thread. A value
+computed by one-thread or one-block code and used by a later launch travels through
+the ``carried`` scratch buffer (8 bytes per value): the code that computes it stores it
+there, the launches that use it load it first.
 
 Within a grid phase the outermost parallel loop and the ``point`` loops nested directly in
 it (when their counts do not depend on the outer points and only pure assignments
@@ -29,9 +40,11 @@ threads get consecutive innermost points (coalesced accesses).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
+from intentc.codegen import gpu_blocks
 from intentc.kir.types import INDEX, DType
 from intentc.lower import program as P
 
@@ -70,6 +83,7 @@ class GridNest:
     phase: int
     levels: tuple[Level, ...]
     body: tuple[P.Stmt, ...]  # the innermost loop's body
+    region: gpu_blocks.Region | None = None  # one block per point: the body as a block region
 
 
 @dataclass(frozen=True)
@@ -77,7 +91,8 @@ class Launch:
     grid: tuple  # int or formula string per dimension
     block: tuple[int, int, int]
     phase: int | None = None
-    kind: str = "grid"  # grid | single
+    kind: str = "grid"  # grid | blocks (one block per point) | single (one thread) | block (one block)
+    points: object = None  # blocks: the number of points (tiles), a formula; block: 1
 
 
 @dataclass(frozen=True)
@@ -89,14 +104,17 @@ class Scratch:
 
 @dataclass
 class Plan:
-    mapping: str  # grid | serial
-    reason: str  # why serial ("" for grid)
+    mapping: str  # grid | block (the whole kernel on one block) | serial (on one thread)
+    reason: str  # what limits a block or serial kernel ("" for grid)
     phases: int
     nests: dict  # id(parallel P.Loop) -> GridNest
     launches: list
     args: list
     scratch: list  # Scratch, in order of allocation
     single: dict  # id(top-level statement) -> phase, for the one-thread statements
+    single_regions: dict = None  # phase -> gpu_blocks.Region, for phases run by one block
+    carried: dict = None  # Var -> its slot in the carried-values scratch buffer
+    carry_tensor: P.TensorSym | None = None
 
     def nest(self, loop: P.Loop) -> GridNest | None:
         return self.nests.get(id(loop))
@@ -141,34 +159,94 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
     defs = _top_level_defs(kernel)
     scalars = {p.name for p in kernel.params if isinstance(p, P.Var) and p.dtype.kind in ("int", "index")}
     scratch = _scratch(kernel, defs, scalars)
-    kinds, reason = _classify(kernel, {x.tensor.name for x in scratch})
+    kinds, reason, crossing = _classify(kernel, {x.tensor.name for x in scratch})
     if reason:
+        if reason.startswith("a parallel loop is nested") and gpu_blocks.block_program_ok(
+                kernel.body, {x.tensor.name for x in scratch}):
+            # The whole kernel on one block: its parallel loops spread over the block's threads.
+            launch = Launch((1, 1, 1), (gpu_blocks.LANES, 1, 1), None, "block", 1)
+            return Plan("block", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {}, {}, {})
         launch = Launch((1, 1, 1), (1, 1, 1), None, "single")
-        return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {})
+        return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {}, {}, {})
+    carried, carry_tensor = {}, None
+    if crossing:
+        carry_tensor = P.TensorSym(_fresh_name(kernel, "carried"), INDEX, 1, True, "heap")
+        carried = {var: k for k, var in enumerate(sorted(crossing, key=lambda v: v.name))}
+        scratch = scratch + [Scratch(carry_tensor, f"{carry_tensor.name}.data", 8 * len(carried))]
     nests: dict = {}
     single: dict = {}
     phases: list[str] = []  # the kind of each phase
+    known = gpu_blocks.known_extents(kernel)
     for s, kind in zip(kernel.body, kinds):
         if kind == "grid":
-            _assign_phases((s,), len(phases), nests)
+            _assign_phases((s,), len(phases), nests, known)
             phases.append("grid")
         elif kind == "single":
             if not phases or phases[-1] != "single":
                 phases.append("single")
             single[id(s)] = len(phases) - 1
+    # Cooperative blocks: a grid phase all of whose nests have a block region; a single
+    # phase whose statements together are one.
+    for phase, kind in enumerate(phases):
+        mine = [key for key, nest in nests.items() if nest.phase == phase]
+        if kind == "grid" and mine and all(nests[key].region is not None for key in mine):
+            phases[phase] = "blocks"
+        elif kind == "grid":
+            for key in mine:
+                nests[key] = GridNest(nests[key].phase, nests[key].levels, nests[key].body, None)
+    single_regions: dict = {}
+    for phase, kind in enumerate(phases):
+        if kind == "single":
+            region = gpu_blocks.plan_region([s for s in kernel.body if single.get(id(s)) == phase])
+            if gpu_blocks.worth_a_block(region, known):
+                single_regions[phase] = region
+                phases[phase] = "block"
     launches = []
     for phase, kind in enumerate(phases):
         number = phase if len(phases) > 1 else None
         if kind == "single":
             launches.append(Launch((1, 1, 1), (1, 1, 1), number, "single"))
             continue
+        if kind == "block":
+            launches.append(Launch((1, 1, 1), (gpu_blocks.LANES, 1, 1), number, "block", 1))
+            continue
         totals = []
         for nest in nests.values():
             if nest.phase == phase:
                 totals.append(_points(nest, defs, scalars))
-        launches.append(Launch((grid_formula(totals), 1, 1), (BLOCK, 1, 1), number))
+        if kind == "blocks":
+            launches.append(Launch((blocks_formula(totals), 1, 1), (gpu_blocks.LANES, 1, 1), number, "blocks",
+                                   _max_formula(totals)))
+        else:
+            launches.append(Launch((grid_formula(totals), 1, 1), (BLOCK, 1, 1), number))
     return Plan("grid", "", len(phases), nests, launches, entry_args(kernel, scratch, len(phases) > 1), scratch,
-                single)
+                single, single_regions, carried, carry_tensor)
+
+
+def _fresh_name(kernel: P.Kernel, base: str) -> str:
+    taken = {p.name for p in kernel.params} | {s.tensor.name for s in P.walk_stmts(kernel.body)
+                                              if isinstance(s, P.Alloc)}
+    name = base
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _max_formula(totals: list) -> object:
+    """``max(totals)`` as a formula, or None when a count has none."""
+    if not totals or any(t is None for t in totals):
+        return None
+    unique = sorted(set(totals))
+    total = unique[0]
+    for other in unique[1:]:
+        total = f"max({total}, {other})"
+    return total
+
+
+def blocks_formula(totals: list) -> object:
+    """Blocks for a phase of one block per point (block-stride beyond MAX_BLOCKS)."""
+    total = _max_formula(totals)
+    return FALLBACK_BLOCKS if total is None else f"min(max({total}, 1), {MAX_BLOCKS})"
 
 
 def _points(nest, defs, scalars):
@@ -221,25 +299,30 @@ def _parallel_loops(stmts):
     return [s for s in P.walk_stmts(stmts) if isinstance(s, P.Loop) and s.kind == "parallel"]
 
 
-def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str]:
-    """The kind of each top-level statement (uniform, grid or single), or why the kernel
-    must run on one thread."""
+def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str, set]:
+    """The kind of each top-level statement (uniform, grid or single) and the variables
+    that one-thread code computes for later launches; or why the kernel must run on one
+    thread."""
     body = kernel.body
     if not _parallel_loops(body):
-        return [], "the kernel has no parallel loop"
+        return [], "the kernel has no parallel loop", set()
     grid_loops = _parallel_loops(body)
     inside = {id(x) for loop in grid_loops for x in P.walk_stmts((loop,))}
-    for s in P.walk_stmts(body):
-        if isinstance(s, P.Alloc) and s.tensor.name not in scratch and id(s) not in inside:
-            # A heap buffer lives in one thread's registers: it cannot be shared by launches.
-            return [], f"the size of the buffer '{s.tensor.name}' is not known before the launches"
+    for i, top in enumerate(body):
+        for s in P.walk_stmts((top,)):
+            if isinstance(s, P.Alloc) and s.tensor.name not in scratch and id(s) not in inside:
+                # A heap buffer lives in one thread's registers: it cannot be shared by launches.
+                return [], (f"a buffer whose size the kernel computes{where(body, i)} is allocated outside the "
+                            f"parallel loops, so the launches cannot share it"), set()
     written = {s.tensor.name for s in P.walk_stmts(body) if isinstance(s, P.Store)}
     kinds = []
     single_vars: set = set()
-    for s in body:
+    for i, s in enumerate(body):
         if _parallel_loops((s,)):
             if not _is_grid(s, written, single_vars):
-                return [], "a parallel loop is nested in ordered control"
+                construct = "an ordered loop" if isinstance(s, (P.Loop, P.While)) else "a branch on a computed value"
+                return [], (f"a parallel loop is nested in {construct}{where(body, i)}: each iteration would need "
+                            f"launches of its own"), set()
             kinds.append("grid")
             continue
         inner = list(P.walk_stmts((s,)))
@@ -267,11 +350,38 @@ def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str]:
             for x in P.walk_stmts((s,)):
                 if isinstance(x, (P.Assign, P.Loop)):
                     owners.setdefault(x.var, set()).add(unit)
-    for s, unit in zip(body, units):
+    # A value that ordered code computes (in one launch) may be carried to later launches
+    # through scratch memory; one computed per point of a parallel loop may not.
+    crossing = set()
+    for i, (s, unit) in enumerate(zip(body, units)):
         for var in _reads(list(P.walk_stmts((s,)))):
             if var in owners and owners[var] != {unit}:
-                return [], f"'{var.name}' is computed in one launch and used in another"
-    return kinds, ""
+                (owner,) = owners[var] if len(owners[var]) == 1 else (None,)
+                if owner is None or owner[0] != "single":
+                    return [], (f"a value computed inside a parallel loop is used by a later statement"
+                                f"{where(body, i)}, which runs in another launch"), set()
+                crossing.add(var)
+    return kinds, "", crossing
+
+
+_AT = re.compile(r"\(at ([^()]*:\d+:\d+)\)")
+
+
+def where(body, index: int) -> str:
+    """Where the top-level statement ``index`` comes from in the source, as the located
+    checks the lowering put just before it (the source position of the statement it
+    belongs to) and inside it (of what it calls): `` (after FILE:LINE:COL, near …)``, or ""
+    (the physical program keeps no spans of its own)."""
+    parts = []
+    for s in reversed(body[:index]):
+        if isinstance(s, P.Check) and _AT.search(s.message):
+            parts.append(f"after {_AT.search(s.message).group(1)}")
+            break
+    for s in P.walk_stmts((body[index],)):
+        if isinstance(s, P.Check) and _AT.search(s.message):
+            parts.append(f"near {_AT.search(s.message).group(1)}")
+            break
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _is_grid(s: P.Stmt, written: set, single_vars: set) -> bool:
@@ -303,20 +413,20 @@ def _reads(stmts) -> set:
     return {n.var for s in stmts for e in P.stmt_exprs(s) for n in P.walk_expr(e) if isinstance(n, P.Read)}
 
 
-def _assign_phases(stmts, phase: int, nests: dict) -> int:
+def _assign_phases(stmts, phase: int, nests: dict, known: dict) -> int:
     """Number the top-level parallel loops in program order; the branches of an ``if``
     start from the same number (only one of them runs), so versioned copies of one loop
     share a phase. Returns the next free phase."""
     for s in stmts:
         if isinstance(s, P.Loop) and s.kind == "parallel":
-            nests[id(s)] = _flatten(s, phase)
+            nests[id(s)] = _flatten(s, phase, known)
             phase += 1
         elif isinstance(s, P.If):
-            phase = max(_assign_phases(s.then, phase, nests), _assign_phases(s.orelse, phase, nests))
+            phase = max(_assign_phases(s.then, phase, nests, known), _assign_phases(s.orelse, phase, nests, known))
     return phase
 
 
-def _flatten(loop: P.Loop, phase: int) -> GridNest:
+def _flatten(loop: P.Loop, phase: int, known: dict) -> GridNest:
     levels = []
     bound: set = set()  # variables that vary with the points of the outer levels
     current = loop
@@ -332,7 +442,8 @@ def _flatten(loop: P.Loop, phase: int) -> GridNest:
             can_nest = not (_reads_expr(inner.count) & bound)
         if not can_nest:
             levels.append(Level(current, ()))
-            return GridNest(phase, tuple(levels), body)
+            region = gpu_blocks.plan_region(body)
+            return GridNest(phase, tuple(levels), body, region if gpu_blocks.worth_a_block(region, known) else None)
         levels.append(Level(current, tuple(prefix)))
         current = inner
 

@@ -11,6 +11,7 @@ import json
 import re
 
 from intentc.codegen.abi import STATUS
+from intentc.codegen import gpu_blocks
 from intentc.codegen.gpu_launch import SCRATCH_ALIGN, uses_heap
 
 MANIFEST_FORMAT = "intentc-ptx"
@@ -34,6 +35,10 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
                      "kind": launch.kind}
             if launch.phase is not None:
                 entry["phase"] = launch.phase
+            if launch.kind in ("blocks", "block"):
+                # The fixed tiling of its reductions: the bits depend on these, never on the grid.
+                entry["lanes"] = gpu_blocks.LANES
+                entry["points"] = launch.points
             launches.append(entry)
         out.append({
             "name": kernel.name,
@@ -41,12 +46,15 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
             "params": logical[kernel.name]["params"],
             "args": [_arg(a) for a in plan.args],
             "mapping": plan.mapping,
-            **({"serial_reason": plan.reason} if plan.reason else {}),
+            **({"serial_reason": plan.reason} if plan.mapping == "serial" else {}),
+            **({"limited_by": plan.reason} if plan.mapping == "block" else {}),
             "launches": launches,
             "scratch": [{"arg": x.arg, "bytes": x.bytes, "align": SCRATCH_ALIGN, "zero": False}
                         for x in plan.scratch],
             "checks": [dict(c, id=k) for k, c in enumerate(checks)],
             "device_heap": uses_heap(kernel, plan.scratch),
+            "static_shared_bytes": 8 * gpu_blocks.SHARED_SLOTS if any(
+                launch.kind in ("blocks", "block") for launch in plan.launches) else 0,
         })
     return {
         "format": MANIFEST_FORMAT,

@@ -110,6 +110,92 @@ def softmax_rows(x: f32[R, C], out: mut f32[R, C]):
             out[r, c] = I.exp(x[r, c] - m) / s
 '''
 
+# Cooperative blocks (intentc/codegen/gpu_blocks.py): whole-tensor reductions on many
+# blocks (each block a fixed tile, a block tree, then one block combining the partials),
+# reductions of a row on one block per row, and values carried between launches.
+COOPERATIVE_SOURCE = '''\
+import intent as I
+
+@intent.kernel
+def dot(x: f32[N], y: f32[N], out: mut f32[1]):
+    out[0] = I.sum(x * y)
+
+@intent.kernel
+def l2norm(x: f32[N], out: mut f32[1]):
+    out[0] = I.sqrt(I.sum(x * x))
+
+@intent.kernel
+def total(x: f32[N]) -> f32[1]:
+    return I.sum(x)
+
+@intent.kernel
+def int_total(x: i32[N]) -> i64[1]:
+    return I.sum(x, acc=i64)
+
+@intent.kernel
+def int_max(x: i64[N]) -> i64[1]:
+    return I.max(x)
+
+@intent.kernel
+def float_max(x: f64[N]) -> f64[1]:
+    return I.max(x)
+
+@intent.kernel
+def softmax(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        s = I.sum(I.exp(x[r, :] - m))
+        for c in I.parallel(x.axis(1)):
+            out[r, c] = I.exp(x[r, c] - m) / s
+
+@intent.kernel
+def softmax_ordered(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        for c in x.axis(1):
+            out[r, c] = I.exp(x[r, c] - m)
+        inv = 1.0 / I.sum(out[r, :])
+        for c in x.axis(1):
+            out[r, c] = out[r, c] * inv
+
+@intent.kernel
+def row_running(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        acc: f32 = 0.0
+        for c in x.axis(1):
+            acc = acc + (x[r, c] - m)
+            out[r, c] = acc
+
+@intent.kernel
+def shifted_rows(x: f32[R, C], out: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        m = I.max(x[r, :])
+        out[r, 0] = m
+        for c in I.domain(1, C):
+            out[r, c] = out[r, c - 1] + x[r, c]
+
+@intent.kernel
+def narrow_rows(x: i32[R, 4]) -> i32[R]:
+    return I.sum(x, axis=1)
+
+@intent.kernel
+def layernorm_backward(dout: f32[R, C], x: f32[R, C], w: f32[C], mean: f32[R], rstd: f32[R], dx: mut f32[R, C]):
+    for r in I.parallel(x.axis(0)):
+        dnorm_mean = I.sum(w * dout[r, :] * (x[r, :] - mean[r]) * rstd[r]) / I.cast(C, f32)
+        dmean = I.sum(w * dout[r, :]) / I.cast(C, f32)
+        for c in I.parallel(x.axis(1)):
+            norm = (x[r, c] - mean[r]) * rstd[r]
+            dx[r, c] = (w[c] * dout[r, c] - dmean - norm * dnorm_mean) * rstd[r]
+
+@intent.kernel
+def crossentropy_mean(probs: f32[R, V], targets: index[R], losses: mut f32[R], out: mut f32[1]):
+    for r in I.parallel(probs.axis(0)):
+        losses[r] = -I.log(probs[r, targets[r]])
+    out[0] = I.sum(losses) / I.cast(R, f32)
+'''
+
+
 # Every element-wise rule, one kernel per operation so a mismatch names it.
 _FLOAT_BINARY = {"add": "x + y", "sub": "x - y", "mul": "x * y", "div": "x / y", "floordiv": "x // y",
                  "mod": "x % y", "pow": "x ** y", "minimum": "I.minimum(x, y)", "maximum": "I.maximum(x, y)"}
@@ -409,3 +495,80 @@ def check_structured(m) -> str:
     x = rng.uniform(-1, 1, (7, 9)).astype(np.float32)
     _refused(lambda: m.softmax_rows(x, np.zeros((7, 8), np.float32)), -4)
     return "PASS structured: sum, row sums, cumsum, cumsum per row, row softmax"
+
+
+def check_cooperative(m) -> str:
+    """Integer reductions exactly as on the CPU; float ones within the rounding a float32
+    sum of that length may accumulate (T1 lets a reduction regroup)."""
+    rng = np.random.default_rng(24)
+    for n in (0, 1, 31, 255, 256, 257, 5000, 70000):
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        y = rng.uniform(-1, 1, n).astype(np.float32)
+        wide = x.astype(np.float64)
+        out = np.zeros(1, np.float32)
+        m.dot(x, y, out)
+        _close(out[0], wide @ y.astype(np.float64), f"dot N={n}", 0, 1e-6 * n + 1e-6)
+        m.l2norm(x, out)
+        _close(out[0], np.sqrt(wide @ wide), f"l2norm N={n}", 1e-5, 1e-6)
+        _close(m.total(x)[0], wide.sum(), f"total N={n}", 0, 1e-6 * n + 1e-6)
+        ints = rng.integers(-(1 << 31), 1 << 31, n).astype(np.int32)
+        _same(m.int_total(ints), np.array([ints.astype(np.int64).sum()], np.int64), f"int_total N={n}")
+        big = rng.integers(-(1 << 62), 1 << 62, n).astype(np.int64)
+        _same(m.int_max(big), np.array([big.max() if n else np.iinfo(np.int64).min], np.int64), f"int_max N={n}")
+        values = rng.uniform(-1e300, 1e300, n)
+        _same(m.float_max(values), np.array([values.max() if n else -np.inf]), f"float_max N={n}")
+        if n > 3:
+            values[n // 3] = np.nan  # maximum propagates NaN
+            assert np.isnan(m.float_max(values)[0]), f"float_max N={n}: NaN lost"
+    for r, c in ((0, 3), (3, 0), (1, 1), (3, 300), (5, 7), (2, 1000)):
+        x = rng.uniform(-3, 3, (r, c)).astype(np.float32)
+        out = np.zeros((r, c), np.float32)
+        m.softmax(x, out)
+        if r and c:
+            e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+            _close(out, e / e.sum(axis=1, keepdims=True), f"softmax {r}x{c}", 1e-5, 1e-7)
+        ordered = np.zeros((r, c), np.float32)
+        m.softmax_ordered(x, ordered)
+        if r and c:
+            _close(ordered, e / e.sum(axis=1, keepdims=True), f"softmax_ordered {r}x{c}", 1e-5, 1e-7)
+        running = np.zeros((r, c), np.float32)
+        m.row_running(x, running)  # an ordered loop carrying a value: one thread per row, in order
+        want = np.zeros((r, c), np.float32)
+        for i in range(r):
+            acc = np.float32(0)
+            for j in range(c):
+                acc = np.float32(acc + np.float32(x[i, j] - x[i].max()))
+                want[i, j] = acc
+        _same(running, want, f"row_running {r}x{c}")
+        if c:
+            shifted = np.zeros((r, c), np.float32)
+            m.shifted_rows(x, shifted)  # each iteration reads the element the previous one wrote
+            want = np.zeros((r, c), np.float32)
+            for i in range(r):
+                want[i, 0] = x[i].max()
+                for j in range(1, c):
+                    want[i, j] = np.float32(want[i, j - 1] + x[i, j])
+            _same(shifted, want, f"shifted_rows {r}x{c}")
+        dout, w = rng.uniform(-1, 1, (r, c)).astype(np.float32), rng.uniform(-1, 1, c).astype(np.float32)
+        mean, rstd = rng.uniform(-1, 1, r).astype(np.float32), rng.uniform(0.5, 2, r).astype(np.float32)
+        dx = np.zeros((r, c), np.float32)
+        m.layernorm_backward(dout, x, w, mean, rstd, dx)
+        if r and c:
+            d, xx, ww = dout.astype(np.float64), x.astype(np.float64), w.astype(np.float64)
+            norm = (xx - mean[:, None]) * rstd[:, None]
+            dnorm_mean = (ww * d * norm).mean(axis=1, keepdims=True)
+            dmean = (ww * d).mean(axis=1, keepdims=True)
+            _close(dx, (ww * d - dmean - norm * dnorm_mean) * rstd[:, None], f"layernorm_backward {r}x{c}",
+                   1e-4, 1e-5)
+        if c:
+            probs = rng.uniform(0.01, 1, (r, c)).astype(np.float32)
+            targets = rng.integers(0, c, r).astype(np.int64)
+            losses, mean_loss = np.zeros(r, np.float32), np.zeros(1, np.float32)
+            m.crossentropy_mean(probs, targets, losses, mean_loss)
+            if r:
+                want = -np.log(probs[np.arange(r), targets].astype(np.float64))
+                _close(losses, want, f"crossentropy losses {r}x{c}", 1e-6, 1e-7)
+                _close(mean_loss[0], want.mean(), f"crossentropy mean {r}x{c}", 1e-5, 1e-7)
+    rows = rng.integers(-1000, 1000, (300, 4)).astype(np.int32)
+    _same(m.narrow_rows(rows), rows.sum(axis=1).astype(np.int32), "narrow_rows")
+    return "PASS cooperative: block reductions, block rows, carried values"

@@ -78,3 +78,9 @@ def test_math(tmp_path, backend, target):
 def test_structured(tmp_path, backend, target):
     module = _load(tmp_path, backend, target, "structured", gpu_cases.STRUCTURED_SOURCE)
     assert gpu_cases.check_structured(module).startswith("PASS")
+
+
+def test_cooperative(tmp_path, backend, target):
+    """Block reductions, one block per row and carried values on real warps and barriers."""
+    module = _load(tmp_path, backend, target, "cooperative", gpu_cases.COOPERATIVE_SOURCE)
+    assert gpu_cases.check_cooperative(module).startswith("PASS")

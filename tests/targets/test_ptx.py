@@ -35,7 +35,7 @@ from intentc.driver import build, compile_source  # noqa: E402
 
 SAMPLES = gpu_cases.SAMPLES
 CASES = {"mapping": gpu_cases.MAPPING_SOURCE, "math": gpu_cases.MATH_SOURCE,
-         "structured": gpu_cases.STRUCTURED_SOURCE}
+         "structured": gpu_cases.STRUCTURED_SOURCE, "cooperative": gpu_cases.COOPERATIVE_SOURCE}
 
 
 def _find_ptxas() -> str | None:
@@ -234,12 +234,20 @@ def test_manifest_describes_the_ptx(ptx, name):
         for buffer in k["scratch"]:
             assert buffer["align"] == 256 and buffer["zero"] is False
             assert next(a for a in k["args"] if a["name"] == buffer["arg"])["role"] == "scratch"
-        assert k["mapping"] in ("grid", "serial")
+        assert k["mapping"] in ("grid", "block", "serial")
         kinds = [launch["kind"] for launch in k["launches"]]
-        assert set(kinds) <= {"grid", "single"}
+        assert set(kinds) <= {"grid", "blocks", "single", "block"}
         for launch in k["launches"]:
             if launch["kind"] == "single":
                 assert launch["grid"] == [1, 1, 1] and launch["block"] == [1, 1, 1]
+            if launch["kind"] == "block":
+                assert launch["grid"] == [1, 1, 1] and launch["points"] == 1
+            if launch["kind"] in ("blocks", "block"):  # a fixed tiling, recorded
+                assert launch["block"] == [256, 1, 1] and launch["lanes"] == 256
+            else:
+                assert "lanes" not in launch and "points" not in launch
+        cooperative = {"blocks", "block"} & set(kinds) or k["mapping"] == "block"
+        assert k["static_shared_bytes"] == (2064 if cooperative else 0)
         for i, check in enumerate(k["checks"]):
             assert check["id"] == i and status["codes"][check["status"]] == check["code"] < 0
             assert check["message"].count("%lld") == check["nargs"] <= 4
@@ -293,11 +301,18 @@ def test_mappings_and_phases(ptx):
     first = kernels["first_and_shift"]
     assert first["mapping"] == "grid" and [launch["kind"] for launch in first["launches"]] == ["single", "grid"]
     assert first["launches"][0]["grid"] == [1, 1, 1] and first["launches"][0]["phase"] == 0
-    for name, reason in (("running_sum", "no parallel loop"), ("halve_k_times", "nested in ordered control"),
-                         ("bump_then_scale", "'f' is computed in one launch and used in another")):
-        k = kernels[name]
-        assert k["mapping"] == "serial" and reason in k["serial_reason"]
-        assert k["launches"] == [{"grid": [1, 1, 1], "block": [1, 1, 1], "shared_bytes": 0, "kind": "single"}]
+    running = kernels["running_sum"]
+    assert running["mapping"] == "serial" and "no parallel loop" in running["serial_reason"]
+    assert running["launches"] == [{"grid": [1, 1, 1], "block": [1, 1, 1], "shared_bytes": 0, "kind": "single"}]
+    # A parallel loop inside an ordered loop: the whole kernel on one block, the loop spread.
+    halve = kernels["halve_k_times"]
+    assert halve["mapping"] == "block" and "nested in an ordered loop" in halve["limited_by"]
+    assert halve["launches"] == [{"grid": [1, 1, 1], "block": [256, 1, 1], "shared_bytes": 0, "kind": "block",
+                                  "lanes": 256, "points": 1}]
+    # 'f' is computed by the one-thread launch and used by the grid launch: carried in scratch.
+    bump = kernels["bump_then_scale"]
+    assert bump["mapping"] == "grid" and [launch["kind"] for launch in bump["launches"]] == ["single", "grid"]
+    assert {"arg": "carried.data", "bytes": 8, "align": 256, "zero": False} in bump["scratch"]
     (fill,) = kernels["strided_fill"]["launches"]
     assert "select(" in fill["grid"][0]
     for n, step, points in ((10, 3, 4), (0, 2, 0), (-4, 2, 0), (1000, 1, 1000), (512, 2, 256), (513, 2, 257)):
@@ -312,15 +327,61 @@ def test_reductions_use_scratch_and_single_phases(ptx):
     _, manifest = ptx("structured", "sm_80")
     kernels = {k["name"]: k for k in manifest["kernels"]}
     total = kernels["total"]
-    assert [launch["kind"] for launch in total["launches"]] == ["grid", "single"]
+    # One block per tile of the input, then one block combining the tiles' partials.
+    assert [launch["kind"] for launch in total["launches"]] == ["blocks", "block"]
     assert [launch["phase"] for launch in total["launches"]] == [0, 1]
     (buffer,) = total["scratch"]
     for n in (0, 1, 10 ** 6, 10 ** 9):
         chunk = max(-(-n // 1024), 4096)
-        assert evaluate(buffer["bytes"], {"x.shape0": n, "x.stride0": 1, "out.shape0": 1}) == 4 * (-(-n // chunk))
+        env = {"x.shape0": n, "x.stride0": 1, "out.shape0": 1}
+        tiles = -(-n // chunk)
+        assert evaluate(buffer["bytes"], env) == 4 * tiles
+        assert evaluate(total["launches"][0]["points"], env) == tiles
+        assert evaluate(total["launches"][0]["grid"][0], env) == min(max(tiles, 1), 65535)
     prefix = kernels["prefix"]
-    assert [launch["kind"] for launch in prefix["launches"]][:3] == ["grid", "single", "grid"]
-    assert kernels["softmax_rows"]["scratch"] == [] and len(kernels["softmax_rows"]["launches"]) == 1
+    assert [launch["kind"] for launch in prefix["launches"]][:3] == ["blocks", "single", "grid"]
+    softmax = kernels["softmax_rows"]
+    assert softmax["scratch"] == [] and [launch["kind"] for launch in softmax["launches"]] == ["blocks"]
+    assert evaluate(softmax["launches"][0]["grid"][0], {"x.shape0": 256, "x.shape1": 1000}) == 256  # a block a row
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_serial_reasons_speak_of_the_source(ptx, sample):
+    """A kernel that still runs on one thread or one block says which statement limits it in
+    source terms (a construct and a file:line:col), never by internal variable names."""
+    _, manifest = ptx(sample, "sm_80")
+    for k in manifest["kernels"]:
+        if k["mapping"] == "grid":
+            assert "serial_reason" not in k and "limited_by" not in k
+            continue
+        reason = k["serial_reason" if k["mapping"] == "serial" else "limited_by"]
+        assert not re.search(r"\b(v|t|len|buf)_\d+\b", reason), reason
+        assert re.search(rf"samples/{sample}\.intent:\d+:\d+", reason), reason
+
+
+def test_cooperative_kernels(ptx):
+    """Reductions run on many blocks through shared memory, barriers and warp shuffles; a
+    row of literal extent 4 keeps one thread per row; nothing maps to one thread."""
+    path, manifest = ptx("cooperative", "sm_90")
+    kernels = {k["name"]: k for k in manifest["kernels"]}
+    kinds = {name: [launch["kind"] for launch in k["launches"]] for name, k in kernels.items()}
+    assert all(k["mapping"] == "grid" for k in kernels.values())
+    for name in ("dot", "l2norm"):
+        assert kinds[name] == ["blocks", "block"], (name, kinds[name])
+    for name in ("total", "int_total", "int_max", "float_max"):  # a returned result, stored by a grid launch
+        assert kinds[name] == ["blocks", "block", "grid"], (name, kinds[name])
+        assert any(x["arg"] == "carried.data" for x in kernels[name]["scratch"])
+    assert kinds["softmax"] == ["blocks"] and kinds["layernorm_backward"] == ["blocks"]
+    assert kinds["crossentropy_mean"] == ["grid", "blocks", "block"]
+    assert kinds["softmax_ordered"] == ["blocks"]  # ordered loops with independent iterations, spread
+    assert kinds["narrow_rows"] == ["grid"] and kinds["row_running"] == ["grid"] and kinds["shifted_rows"] == ["grid"]
+    # A region_fold's combine may be re-parenthesised, never permuted (R3): it stays in order
+    # on one thread, while the reductions inside its summaries (T1) run on blocks.
+    _, sample = ptx("logsumexp", "sm_80")
+    (lse,) = sample["kernels"]
+    assert [launch["kind"] for launch in lse["launches"]] == ["blocks", "single", "grid"]
+    text = path.read_text()
+    assert "bar.sync" in text and "shfl.sync.down" in text and ".shared .align 8 .b8 dot_$_shared[2064]" in text
 
 
 @needs_libdevice
