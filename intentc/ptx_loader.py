@@ -29,7 +29,7 @@ import json
 import re
 from pathlib import Path
 
-from intentc.base.status import KernelError
+from intentc.base.status import E_ALLOC, E_SHAPE, KernelError
 from intentc.kir import calling
 from intentc.kir.calling import Parameter
 from intentc.loader import _PackedF4
@@ -346,8 +346,17 @@ class Call:
                 self.env[a["name"]] = _scalar(values[a["param"]], a["type"], kernel.spec, a["param"])
         scratch = {}
         for buffer in kernel.spec["scratch"]:
-            nbytes = evaluate(buffer["bytes"], self.env)
-            scratch[buffer["arg"]] = backend.alloc(nbytes)
+            # Exact here; negative only for a negative extent, which the kernel itself then
+            # reports where the buffer is made (M2).
+            nbytes = max(0, evaluate(buffer["bytes"], self.env))
+            if nbytes >= 1 << 63:
+                raise KernelError(E_SHAPE, f"{kernel.name}: a scratch buffer needs {nbytes} bytes, more than 64 bits "
+                                           f"can count")
+            try:
+                scratch[buffer["arg"]] = backend.alloc(nbytes)
+            except MemoryError:
+                raise KernelError(E_ALLOC, f"{kernel.name}: out of GPU memory: could not allocate {nbytes} bytes "
+                                           f"for a scratch buffer") from None
             self.buffers.append(scratch[buffer["arg"]])
             if buffer.get("zero"):
                 backend.zero(scratch[buffer["arg"]], max(1, nbytes))
