@@ -263,7 +263,7 @@ def softplus(A, x):
 
 def pow_(A, x, y):
     a = A.fabs(x)
-    one, zero, inf = A.c(1.0), A.c(0.0), A.c(INF)
+    zero, inf = A.c(0.0), A.c(INF)
     lg = log_dd(A, _positive(A, a))
     yf = A.select(A.lt(A.fabs(y), inf), y, zero)
     # |y| > 2^900 over- or underflows unless |x| = 1 (log 0): keep Dekker's split in range
@@ -273,8 +273,13 @@ def pow_(A, x, y):
     th = A.select(big, A.select(A.gt(t[0], zero), A.c(2000.0), A.c(-2000.0)), t[0])
     tl = A.select(big, zero, t[1])
     kf, p = exp_core(A, th, tl)
-    mag = exp_value(A, kf, p)
-    # C99 Annex F, F.9.4.4
+    return pow_specials(A, x, y, a, exp_value(A, kf, p))
+
+
+def pow_specials(A, x, y, a, mag):
+    """``pow(x, y)`` from ``a = |x|`` and ``mag``, the computed ``a^y`` for finite nonzero ``a``
+    and finite ``y``: the sign and C99 Annex F's special cases (F.9.4.4)."""
+    one, zero, inf = A.c(1.0), A.c(0.0), A.c(INF)
     yneg = A.lt(y, zero)
     mag = A.select(A.eq(a, zero), A.select(yneg, inf, zero), mag)
     mag = A.select(A.eq(a, inf), A.select(yneg, zero, inf), mag)
