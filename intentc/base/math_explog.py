@@ -255,8 +255,13 @@ def softplus(A, x):
     t = A.add(t, A.mul(e1[1], scale))
     lg = dd_add_d(A, log_dd(A, s), A.div(t, s))  # log(1 + e^-a)
     pos = _round(A, dd_add_d(A, lg, A.select(A.gt(x, A.c(0.0)), x, A.c(0.0))))
+    # -37 <= x < -21: log1p(u) = u - u^2/2 to 2^-60 for u = e^x < 2^-30, from u in dd (the log of
+    # 1 + u, within 2^-53 of 1, has lost its last bits there)
+    u_hi, u_lo = A.mul(e1[0], scale), A.mul(e1[1], scale)
+    near = A.add(u_hi, A.sub(u_lo, A.mul(A.mul(u_hi, u_hi), A.c(0.5))))
+    y = A.select(A.lt(x, A.c(-21.0)), near, pos)
     tiny = elementary._exp(A, x)  # x < -37: log1p(e^x) rounds to e^x
-    y = A.select(A.lt(x, A.c(-37.0)), tiny, pos)
+    y = A.select(A.lt(x, A.c(-37.0)), tiny, y)
     y = A.select(A.eq(x, A.c(INF)), x, y)
     return A.select(A.uno(x, x), x, y)
 
