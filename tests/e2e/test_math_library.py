@@ -241,6 +241,22 @@ def test_huge_arguments_of_sin_and_cos():
             assert err < BOUND[name], (name, xi, yi, err)
 
 
+def test_f32_reduction_over_every_exponent():
+    """f32 operands have one table-driven reduction (intentc/base/math_f32.py): sin, cos and tan
+    of a few arguments per binary exponent, from the least subnormal to the largest finite
+    f32, within 0.5 ulp but for double rounding (mpmath reduces exactly)."""
+    rng = np.random.default_rng(5)
+    exponents = np.arange(-149, 128)
+    x = np.ldexp(rng.uniform(1, 2, (3, exponents.size)), exponents).astype(np.float32).ravel()
+    x = np.concatenate([x, np.array([np.finfo(np.float32).max, 2.0 ** 127, 1.5707964, 3.1415927, 4.712389,
+                                     13176795.0, 16777215.0], np.float32)])
+    for name in ("sin", "cos", "tan"):
+        y = mathfuncs.evaluate(name, x)
+        for xi, yi in zip(x, y):
+            err = ulp_error(float(yi), mp_value(name, [xi]), "f32")
+            assert err < 0.51, (name, xi, yi, err)
+
+
 # ---------------------------------------------------------------------------------------
 # accuracy on a sample (the measured maxima of docs/language.md: tests/e2e/test_math_accuracy.py)
 # ---------------------------------------------------------------------------------------
