@@ -154,8 +154,8 @@ def lgamma(A, x):
     result_pos = A.select(huge, big, A.add(pos[0], pos[1]))
     # reflection for x < 0: log(pi) - log|sin(pi x)| - lgamma(1 - x)
     xr = A.select(A.and_(A.lt(x, zero), A.lt(a, A.c(2.0 ** 52))), x, A.c(-0.5))
-    magic = A.c(1.5 * 2.0 ** 52)
-    nearest = A.add(A.sub(xr, magic), magic)  # xr - magic has ulp 1 for every xr in (-2^52, 0]
+    magic = A.c(2.0 ** 52)
+    nearest = A.add(A.sub(xr, magic), magic)  # xr - 2^52 is in (-2^53, -2^52]: ulp 1, so rounded to an integer
     d = A.fabs(A.sub(xr, nearest))  # exact, in [0, 1/2]
     use_cos = A.gt(d, A.c(0.25))
     arg = A.select(use_cos, A.sub(A.c(0.5), d), d)

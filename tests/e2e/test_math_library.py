@@ -241,6 +241,21 @@ def test_huge_arguments_of_sin_and_cos():
             assert err < BOUND[name], (name, xi, yi, err)
 
 
+def test_lgamma_of_negative_arguments_near_2_to_the_52():
+    """Between 2^51 and 2^52 doubles are integers (poles: +inf) or half-integers (finite); the
+    nearest integer must come out exactly for both."""
+    import mpmath
+
+    x = np.array([-4452584425061239.0, -(2.0 ** 51 + 1), -(2.0 ** 52 - 1), -(2.0 ** 51 + 0.5),
+                  -(2.0 ** 52 - 1.5), -(2.0 ** 50 + 0.5), -1e15 - 0.5])
+    for xi, yi in zip(x, mathfuncs.evaluate("lgamma", x)):
+        ref = mp_value("lgamma", [xi])
+        if xi == math.floor(xi):
+            assert yi == math.inf, (xi, yi)
+        else:  # docs/language.md: below 2^-52 max(1, |lgamma|) on the negative axis
+            assert abs(mpmath.mpf(float(yi)) - ref) < 2.0 ** -52 * max(1, abs(ref)), (xi, yi, ref)
+
+
 def test_f32_reduction_over_every_exponent():
     """f32 operands have one table-driven reduction (intentc/base/math_f32.py): sin, cos and tan
     of a few arguments per binary exponent, from the least subnormal to the largest finite
