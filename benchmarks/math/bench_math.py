@@ -1,12 +1,13 @@
 """Throughput of intentc's f32 math functions over 2^24 inputs, against glibc's libmvec
 (``gcc -O3 -march=native -ffast-math`` vector calls, libmvec_bench.c, loaded as a shared
-library) and NumPy.
+library), SLEEF where its package and AVX-512 are present (sleef_bench.c: the 16-lane
+1.0-ulp functions) and NumPy.
 
     python benchmarks/math/bench_math.py [--n 16777216] [--repeats 5] [--threads 1] [names...]
 
 Prints a Markdown table: nanoseconds per element for intentc (one thread unless
-``--threads``: INTENT_NUM_THREADS), libmvec (one thread) and NumPy, each the median of
-``repeats`` runs on the same inputs, the three contenders interleaved run by run (so that
+``--threads``: INTENT_NUM_THREADS), libmvec and SLEEF (one thread) and NumPy, each the median of
+``repeats`` runs on the same inputs (CPU time of the process, not wall time), the three contenders interleaved run by run (so that
 a change of the machine's load hits all three), and intentc's time over libmvec's. The
 load average before and after is printed; timings on a loaded machine vary, the table is a
 measurement, not a test.
@@ -53,9 +54,12 @@ def _inputs(name: str, n: int):
 
 
 def _time(fn) -> float:
-    t = time.perf_counter()
+    """The process's CPU time for one run: on a shared, loaded machine wall time mostly
+    measures when the scheduler lets a contender run; every contender runs in this process
+    (intentc on ``--threads`` threads), so CPU time compares them fairly."""
+    t = time.process_time()
     fn()
-    return time.perf_counter() - t
+    return time.process_time() - t
 
 
 def intentc_module(names):
@@ -88,6 +92,18 @@ def libmvec_library():
     return ctypes.CDLL(str(so)), f"{len(vector)} libmvec vector entry points used"
 
 
+def sleef_library():
+    """SLEEF's functions as a shared library, or None where SLEEF or AVX-512 is missing."""
+    folder = Path(tempfile.mkdtemp())
+    so = folder / "sleef_bench.so"
+    flags = open("/proc/cpuinfo").read() if Path("/proc/cpuinfo").exists() else ""
+    if " avx512f" not in flags:
+        return None
+    run = subprocess.run(["gcc", "-O3", "-mavx512f", "-shared", "-fPIC", "-I/usr/include/x86_64-linux-gnu",
+                          str(HERE / "sleef_bench.c"), "-o", str(so), "-lsleef"], capture_output=True, text=True)
+    return ctypes.CDLL(str(so)) if run.returncode == 0 else None
+
+
 def _load() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
@@ -105,6 +121,8 @@ def main() -> None:
     names = args.names or list(math_catalog.ELEMENTARY + math_catalog.UNARY + math_catalog.BINARY)
     module = intentc_module(names)
     mvec, note = libmvec_library()
+    sleef = sleef_library()
+    note += "; SLEEF " + ("3.x, 16-lane AVX-512 functions" if sleef is not None else "not available")
     load_before = _load()
     rows = []
     for name in names:
@@ -116,7 +134,11 @@ def main() -> None:
         lib = getattr(mvec, f"mvec_{name}", None)
         if lib is not None:
             pointers = [a.ctypes.data_as(ctypes.c_void_p) for a in (z, x, y)]
-            contenders["libmvec"] = lambda: lib(*pointers, ctypes.c_long(args.n))
+            contenders["libmvec"] = lambda lib=lib: lib(*pointers, ctypes.c_long(args.n))
+        lib = getattr(sleef, f"sleef_{name}", None) if sleef is not None else None
+        if lib is not None:
+            pointers_s = [a.ctypes.data_as(ctypes.c_void_p) for a in (z, x, y)]
+            contenders["sleef"] = lambda lib=lib: lib(*pointers_s, ctypes.c_long(args.n))
         fn = NUMPY.get(name)
         if fn is not None:
             contenders["numpy"] = (lambda: fn(x, y)) if binary else (lambda: fn(x))
@@ -129,14 +151,14 @@ def main() -> None:
                     times[key].append(_time(run))
         ns = {key: 1e9 * float(np.median(v)) / args.n for key, v in times.items()}
         rows.append((name, ns))
-    print(f"f32, {args.n} inputs, median of {args.repeats} interleaved runs, ns per element; intentc on "
+    print(f"f32, {args.n} inputs, median of {args.repeats} interleaved runs, CPU ns per element; intentc on "
           f"{args.threads} thread(s); {note}; load average (1, 5, 15 min) {load_before} before, {_load()} after\n")
-    print("| function | intentc | libmvec | NumPy | intentc / libmvec |")
-    print("|---|---|---|---|---|")
+    print("| function | intentc | libmvec | SLEEF | NumPy | intentc / libmvec | intentc / SLEEF |")
+    print("|---|---|---|---|---|---|---|")
     for name, ns in rows:
-        cells = [f"{ns[key]:.2f}" if key in ns else "-" for key in ("intentc", "libmvec", "numpy")]
-        ratio = f"{ns['intentc'] / ns['libmvec']:.2f}" if "libmvec" in ns else "-"
-        print(f"| {name} | {' | '.join(cells)} | {ratio} |")
+        cells = [f"{ns[key]:.2f}" if key in ns else "-" for key in ("intentc", "libmvec", "sleef", "numpy")]
+        ratios = [f"{ns['intentc'] / ns[key]:.2f}" if key in ns else "-" for key in ("libmvec", "sleef")]
+        print(f"| {name} | {' | '.join(cells)} | {' | '.join(ratios)} |")
 
 
 if __name__ == "__main__":
