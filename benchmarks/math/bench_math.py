@@ -99,8 +99,10 @@ def sleef_library():
     flags = open("/proc/cpuinfo").read() if Path("/proc/cpuinfo").exists() else ""
     if " avx512f" not in flags:
         return None
-    run = subprocess.run(["gcc", "-O3", "-mavx512f", "-shared", "-fPIC", "-I/usr/include/x86_64-linux-gnu",
-                          str(HERE / "sleef_bench.c"), "-o", str(so), "-lsleef"], capture_output=True, text=True)
+    pkg = subprocess.run(["pkg-config", "--cflags", "sleef"], capture_output=True, text=True)
+    cflags = pkg.stdout.split() if pkg.returncode == 0 else []
+    run = subprocess.run(["gcc", "-O3", "-mavx512f", "-shared", "-fPIC", *cflags, str(HERE / "sleef_bench.c"),
+                          "-o", str(so), "-lsleef"], capture_output=True, text=True)
     return ctypes.CDLL(str(so)) if run.returncode == 0 else None
 
 
