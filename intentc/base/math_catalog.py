@@ -10,11 +10,12 @@ LLVM IR by ``intentc/codegen/mathlib.py`` and with NumPy by ``intentc/interp/mat
 Formats
     ``NATIVE`` functions run in the operand's own format (f32 in f32, f64 in f64): exp, log
     and tanh, and the exact ones that need no wider arithmetic (floor, ceil, round, trunc,
-    copysign). Every other function runs its f64 algorithm:
-    an f32 operand is widened exactly, the f64 result rounded once to f32 (the f64
-    algorithms are accurate to well below an f64 ulp, so the f32 result is within 0.5 ulp
-    but for the rare double-rounding case). f16 runs what f32 runs and is rounded to f32,
-    then to f16 (both ways, so the bits agree).
+    copysign). Every other function runs in f64: an f32 operand is widened exactly and the
+    f64 result rounded once to f32. For most of them the f32 operand gets an algorithm of
+    its own (``math_f32``: plain doubles, about 2^-45 relative error, no double words),
+    the rest run the f64 double-word algorithm (``math_algorithms.algorithm`` picks); either
+    way the f32 result is within 0.5 ulp but for the rare double-rounding case. f16 runs
+    what f32 runs and is rounded to f32, then to f16 (both ways, so the bits agree).
 """
 from __future__ import annotations
 

@@ -255,15 +255,20 @@ def softplus(A, x):
     t = A.add(t, A.mul(e1[1], scale))
     lg = dd_add_d(A, log_dd(A, s), A.div(t, s))  # log(1 + e^-a)
     pos = _round(A, dd_add_d(A, lg, A.select(A.gt(x, A.c(0.0)), x, A.c(0.0))))
+    # -37 <= x < -21: log1p(u) = u - u^2/2 to 2^-60 for u = e^x < 2^-30, from u in dd (the log of
+    # 1 + u, within 2^-53 of 1, has lost its last bits there)
+    u_hi, u_lo = A.mul(e1[0], scale), A.mul(e1[1], scale)
+    near = A.add(u_hi, A.sub(u_lo, A.mul(A.mul(u_hi, u_hi), A.c(0.5))))
+    y = A.select(A.lt(x, A.c(-21.0)), near, pos)
     tiny = elementary._exp(A, x)  # x < -37: log1p(e^x) rounds to e^x
-    y = A.select(A.lt(x, A.c(-37.0)), tiny, pos)
+    y = A.select(A.lt(x, A.c(-37.0)), tiny, y)
     y = A.select(A.eq(x, A.c(INF)), x, y)
     return A.select(A.uno(x, x), x, y)
 
 
 def pow_(A, x, y):
     a = A.fabs(x)
-    one, zero, inf = A.c(1.0), A.c(0.0), A.c(INF)
+    zero, inf = A.c(0.0), A.c(INF)
     lg = log_dd(A, _positive(A, a))
     yf = A.select(A.lt(A.fabs(y), inf), y, zero)
     # |y| > 2^900 over- or underflows unless |x| = 1 (log 0): keep Dekker's split in range
@@ -273,8 +278,13 @@ def pow_(A, x, y):
     th = A.select(big, A.select(A.gt(t[0], zero), A.c(2000.0), A.c(-2000.0)), t[0])
     tl = A.select(big, zero, t[1])
     kf, p = exp_core(A, th, tl)
-    mag = exp_value(A, kf, p)
-    # C99 Annex F, F.9.4.4
+    return pow_specials(A, x, y, a, exp_value(A, kf, p))
+
+
+def pow_specials(A, x, y, a, mag):
+    """``pow(x, y)`` from ``a = |x|`` and ``mag``, the computed ``a^y`` for finite nonzero ``a``
+    and finite ``y``: the sign and C99 Annex F's special cases (F.9.4.4)."""
+    one, zero, inf = A.c(1.0), A.c(0.0), A.c(INF)
     yneg = A.lt(y, zero)
     mag = A.select(A.eq(a, zero), A.select(yneg, inf, zero), mag)
     mag = A.select(A.eq(a, inf), A.select(yneg, zero, inf), mag)

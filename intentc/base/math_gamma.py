@@ -153,9 +153,9 @@ def lgamma(A, x):
     big = A.mul(A.add(v[0], v[1]), A.c(2.0 ** 128))
     result_pos = A.select(huge, big, A.add(pos[0], pos[1]))
     # reflection for x < 0: log(pi) - log|sin(pi x)| - lgamma(1 - x)
-    xr = A.select(A.and_(A.lt(x, zero), A.lt(a, A.c(2.0 ** 51))), x, A.c(-0.5))
-    magic = A.c(1.5 * 2.0 ** 52)
-    nearest = A.sub(A.add(xr, magic), magic)
+    xr = A.select(A.and_(A.lt(x, zero), A.lt(a, A.c(2.0 ** 52))), x, A.c(-0.5))
+    magic = A.c(2.0 ** 52)
+    nearest = A.add(A.sub(xr, magic), magic)  # xr - 2^52 is in (-2^53, -2^52]: ulp 1, so rounded to an integer
     d = A.fabs(A.sub(xr, nearest))  # exact, in [0, 1/2]
     use_cos = A.gt(d, A.c(0.25))
     arg = A.select(use_cos, A.sub(A.c(0.5), d), d)
@@ -164,7 +164,7 @@ def lgamma(A, x):
     refl = dd_add(A, _dd(A, k["log_pi"]), dd_neg(A, _log_of_dd(A, sp)))
     refl = dd_add(A, refl, dd_neg(A, pos))
     result_neg = A.add(refl[0], refl[1])
-    pole = A.or_(A.eq(d, zero), A.uge(a, A.c(2.0 ** 51)))
+    pole = A.or_(A.eq(d, zero), A.uge(a, A.c(2.0 ** 52)))  # above 2^52 every double is an integer
     result_neg = A.select(pole, A.c(INF), result_neg)
     # tiny negative x: -log|x| - gamma x (the reflection's sin(pi x) would underflow)
     small_a = A.select(A.lt(a, A.c(2.0 ** -30)), A.select(A.gt(a, zero), a, one), A.c(2.0 ** -30))

@@ -110,6 +110,16 @@ def _erfc_large(A, a):
     return kf, dd_mul(A, e1, g)
 
 
+def _erf_tiny(A, a):
+    """``erf a = (2/sqrt(pi)) a`` for ``a < 2^-1000``, computed on ``a 2^64`` so that the product's
+    rounding error is kept (Dekker's split of a subnormal would lose it) and the result is
+    rounded once more only where it is subnormal."""
+    c_dd, _, _ = _erf_constants()
+    scaled = A.mul(A.select(A.lt(a, A.c(2.0 ** -1000)), a, A.c(0.0)), A.c(2.0 ** 64))  # exact
+    p, e = two_prod(A, A.c(c_dd[0]), scaled)
+    return A.mul(A.add(p, A.add(e, A.mul(A.c(c_dd[1]), scaled))), A.c(2.0 ** -64))
+
+
 def _sign_of(A, y, x):
     return A.from_bits(A.ixor(A.bits(y), A.iand(A.bits(x), A.ic(-(1 << 63)))))
 
@@ -131,6 +141,7 @@ def erf(A, x):
     a, small, _, _, ec, es = _erf_parts(A, x)
     big = dd_add_d(A, (A.neg(ec[0]), A.neg(ec[1])), A.c(1.0))
     y = A.select(small, A.add(es[0], es[1]), A.add(big[0], big[1]))
+    y = A.select(A.lt(a, A.c(2.0 ** -1000)), _erf_tiny(A, a), y)
     y = A.select(A.uge(a, A.c(ERF_HIGH)), A.c(1.0), y)  # +-inf included
     y = A.select(A.uno(x, x), x, y)
     return _sign_of(A, y, x)
@@ -253,9 +264,15 @@ def asinh(A, x):
     y = A.add(y[0], y[1])
     y = A.select(huge, _log_2a(A, A.select(A.lt(a, A.c(INF)), a, A.c(1.0))), y)
     y = A.select(A.eq(a, A.c(INF)), a, y)
-    y = A.select(A.eq(a, A.c(0.0)), a, y)
+    y = A.select(A.lt(a, A.c(2.0 ** -26)), _odd_series(A, a, -1.0 / 6), y)
     y = A.select(A.uno(x, x), x, y)
     return _sign_of(A, y, x)
+
+
+def _odd_series(A, a, c3: float):
+    """``a + c3 a^3`` for ``a < 2^-26`` (the next term is below ``2^-104`` of it), rounded once:
+    where the result is ``2^-53`` of 1, the log of a double word has lost its last bit."""
+    return A.add(a, A.mul(A.mul(a, A.mul(a, a)), A.c(c3)))
 
 
 def acosh(A, x):
@@ -281,7 +298,7 @@ def atanh(A, x):
     y = A.mul(A.add(y[0], y[1]), A.c(0.5))
     y = A.select(A.eq(a, A.c(1.0)), A.c(INF), y)
     y = A.select(A.gt(a, A.c(1.0)), A.c(NAN), y)
-    y = A.select(A.eq(a, A.c(0.0)), a, y)
+    y = A.select(A.lt(a, A.c(2.0 ** -26)), _odd_series(A, a, 1.0 / 3), y)
     y = A.select(A.uno(x, x), x, y)
     return _sign_of(A, y, x)
 

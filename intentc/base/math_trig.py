@@ -285,7 +285,12 @@ def _atan2_dd(A, y, x, ny, nx):
 
 
 def atan2(A, y, x):
-    return _atan2_dd(A, y, x, (A.fabs(y), A.c(0.0)), (A.fabs(x), A.c(0.0)))
+    r = _atan2_dd(A, y, x, (A.fabs(y), A.c(0.0)), (A.fabs(x), A.c(0.0)))
+    # |y| / x below 2^-30 (x > 0): atan2 is the quotient to 2^-60, and one IEEE division rounds it
+    # correctly even where it is subnormal (the double-word path rounds twice there: 1.84 ulp)
+    q = A.div(A.fabs(y), x)
+    tiny = A.and_(A.gt(x, A.c(0.0)), A.lt(q, A.c(2.0 ** -30)))
+    return A.select(tiny, _signed(A, q, y), r)
 
 
 def _sqrt_one_minus_sq(A, a):

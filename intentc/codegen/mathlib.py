@@ -20,7 +20,7 @@ from llvmlite import ir  # noqa: E402
 
 from intentc.base import math_catalog  # noqa: E402
 from intentc.base.elementary import F32, F64, FORMATS, OPS, Format  # noqa: E402
-from intentc.base.math_algorithms import ALGORITHMS  # noqa: E402
+from intentc.base.math_algorithms import algorithm  # noqa: E402
 
 __all__ = ["OPS", "FUNCTIONS", "FORMATS", "function", "call"]
 FUNCTIONS = math_catalog.ALL  # every function call() computes
@@ -176,7 +176,7 @@ def function(module: ir.Module, op: str, type_: ir.Type, source: int | None = No
     for attribute in ("alwaysinline", "nounwind", "readnone"):
         func.attributes.add(attribute)
     builder = ir.IRBuilder(func.append_basic_block("entry"))
-    builder.ret(ALGORITHMS[op](_IR(builder, fmt, source), *func.args))
+    builder.ret(algorithm(op, source)(_IR(builder, fmt, source), *func.args))
     return func
 
 

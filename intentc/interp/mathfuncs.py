@@ -14,7 +14,7 @@ import numpy as np
 
 from intentc.base import math_catalog
 from intentc.base.elementary import F32, F64, Format
-from intentc.base.math_algorithms import ALGORITHMS
+from intentc.base.math_algorithms import algorithm
 
 
 class _NumPy:
@@ -147,6 +147,6 @@ def evaluate(op: str, *operands, dtype=None):
     wide = math_catalog.computed_in(op, bits)
     source = max(bits, 32)
     with np.errstate(all="ignore"):  # the wide result rounded: overflow to inf is expected
-        result = np.asarray(ALGORITHMS[op](_NumPy(_FORMATS[wide], source), *(x.astype(_DTYPES[wide]) for x in xs)),
+        result = np.asarray(algorithm(op, source)(_NumPy(_FORMATS[wide], source), *(x.astype(_DTYPES[wide]) for x in xs)),
                             _DTYPES[wide])
         return result.astype(_DTYPES[source]).astype(nd)

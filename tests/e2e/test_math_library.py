@@ -241,6 +241,37 @@ def test_huge_arguments_of_sin_and_cos():
             assert err < BOUND[name], (name, xi, yi, err)
 
 
+def test_lgamma_of_negative_arguments_near_2_to_the_52():
+    """Between 2^51 and 2^52 doubles are integers (poles: +inf) or half-integers (finite); the
+    nearest integer must come out exactly for both."""
+    import mpmath
+
+    x = np.array([-4452584425061239.0, -(2.0 ** 51 + 1), -(2.0 ** 52 - 1), -(2.0 ** 51 + 0.5),
+                  -(2.0 ** 52 - 1.5), -(2.0 ** 50 + 0.5), -1e15 - 0.5])
+    for xi, yi in zip(x, mathfuncs.evaluate("lgamma", x)):
+        ref = mp_value("lgamma", [xi])
+        if xi == math.floor(xi):
+            assert yi == math.inf, (xi, yi)
+        else:  # docs/language.md: below 2^-52 max(1, |lgamma|) on the negative axis
+            assert abs(mpmath.mpf(float(yi)) - ref) < 2.0 ** -52 * max(1, abs(ref)), (xi, yi, ref)
+
+
+def test_f32_reduction_over_every_exponent():
+    """f32 operands have one table-driven reduction (intentc/base/math_f32.py): sin, cos and tan
+    of a few arguments per binary exponent, from the least subnormal to the largest finite
+    f32, within 0.5 ulp but for double rounding (mpmath reduces exactly)."""
+    rng = np.random.default_rng(5)
+    exponents = np.arange(-149, 128)
+    x = np.ldexp(rng.uniform(1, 2, (3, exponents.size)), exponents).astype(np.float32).ravel()
+    x = np.concatenate([x, np.array([np.finfo(np.float32).max, 2.0 ** 127, 1.5707964, 3.1415927, 4.712389,
+                                     13176795.0, 16777215.0], np.float32)])
+    for name in ("sin", "cos", "tan"):
+        y = mathfuncs.evaluate(name, x)
+        for xi, yi in zip(x, y):
+            err = ulp_error(float(yi), mp_value(name, [xi]), "f32")
+            assert err < 0.51, (name, xi, yi, err)
+
+
 # ---------------------------------------------------------------------------------------
 # accuracy on a sample (the measured maxima of docs/language.md: tests/e2e/test_math_accuracy.py)
 # ---------------------------------------------------------------------------------------
