@@ -61,12 +61,11 @@ def annotation(expr: ast.Expr, result: bool = False) -> Annotated:
                 if item.value < 0:
                     raise error("an extent cannot be negative", item.span, rule="S1")
                 extents.append(item.value)
-            elif result and isinstance(item, ast.BinOp) and _extent_text(item) is not None:
-                extents.append(_extent_text(item)[1:-1])
+            elif isinstance(item, ast.BinOp) and _extent_text(item) is not None:
+                extents.append(_extent_text(item)[1:-1])  # checked on entry (to_kir.py)
             else:
-                raise error("an extent is a name or a non-negative integer literal", item.span, rule="S1",
-                            hint="write e.g. f32[N, 4]" + ("; a result extent may also be an expression such as 2 * N"
-                                                           if result else ""))
+                raise error("an extent is a name, a non-negative integer literal or an expression of them",
+                            item.span, rule="S1", hint="write e.g. f32[N, 4] or f32[B, T, 3 * C]")
         return Annotated(TensorType(dtype, static_shape(extents)), tuple(extents))
     return Annotated(dtype_of(expr))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from intentc.diagnostics import error
+from intentc.kir.extents import is_expression
 from intentc.kir.extents import names as extent_names
 from intentc.kir.types import TensorType
 from intentc.parse import ast
@@ -58,6 +59,7 @@ def signature(fn: ast.FunctionDef) -> Signature:
             raise error("helpers are pure: a @intent.fn cannot take a 'mut' parameter", param.span, rule="R4")
         params.append(ann)
         names.append(param.name)
+    _check_extent_expressions(fn, params)
     results = result_annotations(fn.returns)
     if fn.kind == "kernel" and results:
         # Returned tensors travel as trailing parameters named out (one) or out0, out1, ...
@@ -73,7 +75,7 @@ def signature(fn: ast.FunctionDef) -> Signature:
                 raise error(f"kernel '{fn.name}' declares the scalar result {ann.type}, but a kernel returns "
                             "tensors only", expr.span,
                             hint=f"return a tensor such as {ann.type}[1], or write into a 'mut' parameter")
-            known = {e for p in params for e in p.extents if isinstance(e, str)}
+            known = _plain_extents(params)
             for extent in ann.extents:
                 unknown = [n for n in extent_names(extent) if n not in known] if isinstance(extent, str) else []
                 if unknown:
@@ -88,3 +90,26 @@ def _result_exprs(expr):
     if expr is None:
         return []
     return list(expr.elts) if isinstance(expr, ast.TupleExpr) else [expr]
+
+
+def _plain_extents(params) -> set[str]:
+    """The extent names some parameter axis has by itself (they bind the name, S1)."""
+    items = [i for p in params for i in (p.items or (p,))]
+    return {e for p in items for e in p.extents if isinstance(e, str) and not is_expression(e)}
+
+
+def _check_extent_expressions(fn: ast.FunctionDef, params) -> None:
+    """A parameter extent written as an expression (``f32[B, T, 3 * C]``) is checked on entry
+    against the names it uses, so each of them must name some axis by itself."""
+    known = _plain_extents(params)
+    for param, ann in zip(fn.params, params):
+        for item in (ann.items or (ann,)):
+            for extent in item.extents:
+                if not is_expression(extent):
+                    continue
+                unknown = [n for n in extent_names(extent) if n not in known]
+                if unknown:
+                    raise error(f"the extent '{extent}' of '{param.name}' uses '{unknown[0]}', which no axis is "
+                                f"named by itself", param.span, rule="S1",
+                                hint=f"give '{unknown[0]}' its own axis somewhere (e.g. a parameter f32[..., "
+                                     f"{unknown[0]}]), so that the expression can be checked on entry")

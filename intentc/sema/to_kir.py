@@ -112,6 +112,7 @@ class FunctionBuilder(ExpressionBuilder):
         plain = [(p, a) for p, a in zip(fn.params, sig.params) if not a.items]
         plain_args = [v for v in args if not any(v in self.scope[p.name].items for p, a in
                                                   zip(fn.params, sig.params) if a.items)]
+        expressions = []  # (value, axis, extent, ast_param): checked once every name is bound
         for (ast_param, ann), value in zip(plain, plain_args):
             self.scope[ast_param.name] = value
             self.readonly[ast_param.name] = "a parameter"
@@ -128,6 +129,10 @@ class FunctionBuilder(ExpressionBuilder):
                               attrs={"what": f"{ast_param.name}.shape[{axis}] = %lld but the signature declares "
                                              "%lld", "rule": "S1"})
                     shape.append(extent)
+                    continue
+                if is_expression(extent):  # e.g. 3 * C: checked below, after the names
+                    expressions.append((value, axis, extent, ast_param))
+                    shape.append(None)
                     continue
                 if extent in extent_values:
                     canonical, where = extent_values[extent]
@@ -146,6 +151,14 @@ class FunctionBuilder(ExpressionBuilder):
                     self.scope[extent] = dim
                     self.readonly[extent] = "an extent"
             self.shapes[id(value)] = shape
+        for value, axis, extent, ast_param in expressions:
+            span = ast_param.span
+            want = build_extent(extent, lambda name: extent_values[name][0], lambda c: self.const(c, INDEX, span),
+                                lambda op, a, b: self.emit(op, [a, b], [INDEX], span=span).result)
+            dim = self.emit("dim", [value], [INDEX], {"axis": axis}, span=span).result
+            self.emit("assert_eq", [dim, want], span=span, attrs={
+                "what": f"extent {extent}: {ast_param.name}.shape[{axis}] = %lld but {extent} = %lld", "rule": "S1"})
+            self.shapes[id(value)][axis] = dim
         body = list(fn.body)
         ret = body.pop() if body and isinstance(body[-1], ast.Return) else None
         statements(self, body)
