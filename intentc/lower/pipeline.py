@@ -17,7 +17,7 @@ from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
 from intentc.lower.physical_verifier import verify_program
-from intentc.lower.passes import (check_laws, check_unique, expand_contract_tiles, expand_lane_chains,
+from intentc.lower.passes import (check_laws, check_unique, collapse_point_nests, expand_contract_tiles, expand_lane_chains,
                                   expand_scaled_tiles, expand_sparse_tiles, expand_tensor_exprs, inline_helpers,
                                   keep_all_checks, propagate_constants, prove_bounds, schedule_parallel,
                                   serialize_points, specialize_unit_stride, to_physical)
@@ -119,6 +119,8 @@ PASSES: tuple[Pass, ...] = (
          "loop of the same chains for strided tensors (R9)"),
     Pass("propagate_constants", PHYSICAL, propagate_constants.run,
          "variables assigned one constant are replaced by it (unit steps become literal)"),
+    Pass("collapse_point_nests", PHYSICAL, collapse_point_nests.run,
+         "a parallel loop whose points are a point loop of heavy points is one parallel loop over both"),
     Pass("specialize_unit_stride", PHYSICAL, specialize_unit_stride.run,
          "each parallel nest has a contiguous fast path and a strided general path"),
     Pass("schedule_parallel", PHYSICAL, schedule_parallel.run,
