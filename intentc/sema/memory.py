@@ -393,6 +393,7 @@ def _buffer(b, name: str, node: ast.Call):
             extents.append(n)
         else:
             extent = b.as_index(value, e.span)
+            _check_no_wrap(b, extent, e.span)
             # A run-time extent is checked where the buffer is made: a negative one would otherwise
             # reach the allocator as a huge unsigned size (M2).
             ok = b.emit("cmp", [extent, b.const(0, INDEX, e.span)], [BOOL], {"pred": "ge"}, span=e.span).result
@@ -410,6 +411,50 @@ def _buffer(b, name: str, node: ast.Call):
     b.buffers.add(id(buf))
     _fill(b, buf, operands, fill, node.span)
     return buf
+
+
+_I64 = DTYPES["i64"]
+
+
+def _check_no_wrap(b, value: Value, span) -> None:
+    """An extent computed with ``+ - *`` of 64-bit integers (``I.buffer(u8, [R * C])``) is
+    checked not to wrap, operation by operation where the buffer is made: integers wrap by
+    definition, but a wrapped extent would make a buffer of the wrong size (INTENT_E_SHAPE)."""
+    op = b.defining_op.get(id(value))
+    if op is None or not op.results or op.results[0].type not in (INDEX, _I64):
+        return
+    if op.name == "cast" and op.operands[0].type in (INDEX, _I64):
+        _check_no_wrap(b, op.operands[0], span)
+        return
+    if op.name not in ("add", "sub", "mul"):
+        return
+    x, y = op.operands
+    _check_no_wrap(b, x, span)
+    _check_no_wrap(b, y, span)
+    t = op.results[0].type
+    c = op.results[0]
+
+    def cmp(pred, u, v):
+        return b.emit("cmp", [u, v], [BOOL], {"pred": pred}, span=span).result
+
+    def both(name, u, v):
+        return b.emit(name, [u, v], [BOOL], span=span).result
+
+    zero = b.const(0, t, span)
+    if op.name == "mul":  # exact iff x == 0 or c // x == y (and not MIN * -1)
+        exact = both("or", cmp("eq", x, zero), both("and", cmp("eq", b.emit("floordiv", [c, x], [t], span=span).result, y),
+                                                    both("or", cmp("ne", x, b.const(-1, t, span)),
+                                                         cmp("ne", y, b.const(-2 ** 63, t, span)))))
+    else:  # wraps only when x and y (for sub: x and -y) share a sign that the result lacks
+        true = b.const(True, BOOL, span)
+        sign_x, sign_y, sign_c = cmp("lt", x, zero), cmp("lt", y, zero), cmp("lt", c, zero)
+        differ = both("xor", sign_x, sign_y)
+        risky = both("xor", differ, true) if op.name == "add" else differ
+        exact = both("or", both("xor", risky, true), both("xor", both("xor", sign_c, sign_x), true))
+    args = [v if v.type == INDEX else b.emit("cast", [v], [INDEX], span=span).result for v in (x, y)]
+    symbol = {"add": "+", "sub": "-", "mul": "*"}[op.name]
+    b.emit("assert_true", [exact] + args, span=span, attrs={
+        "what": f"I.buffer: the extent %lld {symbol} %lld does not fit in 64 bits", "rule": "M2", "code": "shape"})
 
 
 def _fill(b, buf: Value, extents: list[Value], fill: Value, span) -> None:

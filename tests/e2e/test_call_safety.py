@@ -226,15 +226,19 @@ def test_unique_sanitizer_refusal_leaves_outputs_untouched(kernels):
     np.testing.assert_array_equal(out, [2, 4, 6, 1, 5, 3])
 
 
-def test_a_negative_buffer_extent_is_a_located_shape_error(kernels):
-    """A run-time I.buffer extent below zero fails where the buffer is made (M2), with the
-    source location, on both sides; it never reaches the allocator as a huge unsigned size."""
+def test_a_wrong_buffer_extent_is_a_located_shape_error(kernels):
+    """A run-time I.buffer extent below zero, or one whose + - * wraps past 64 bits, fails
+    where the buffer is made (M2), with the source location, on both sides: it never reaches
+    the allocator as a huge unsigned size or a wrapped small one."""
     x = np.ones(4, np.float32)
     for side, call in sides(kernels, "scratch_rows"):
         np.testing.assert_array_equal(call(x, 2, 3), x + 1, err_msg=side)
-        for rows, cols in ((-1, 5), (2 ** 61, 4)):  # the second wraps to -2**63 (integers wrap)
+        for rows, cols, words in ((-1, 5, "I.buffer: extent -5 on axis 0 is negative"),
+                                  (2 ** 61, 4, "I.buffer: the extent 2305843009213693952 * 4 does not fit in 64 bits"),
+                                  (2 ** 32 + 1, 2 ** 32, "does not fit in 64 bits"),
+                                  (-1, -(2 ** 63), "does not fit in 64 bits")):
             with pytest.raises(intentc.KernelError) as info:
                 call(x, rows, cols)
             assert info.value.code == E_SHAPE, side
-            assert "I.buffer: extent" in str(info.value) and "is negative" in str(info.value), side
-            assert "k.intent:" in str(info.value), side
+            assert words in str(info.value) and "k.intent:" in str(info.value), (side, str(info.value))
+        np.testing.assert_array_equal(call(x, -3, -5), x + 1, err_msg=side)  # a product of negatives: 15
