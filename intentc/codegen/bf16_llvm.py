@@ -57,10 +57,17 @@ def _odd_f32(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
     inexact = b.fcmp_ordered("!=", back, value)  # false for NaN and for exact results
     positive = b.fcmp_ordered(">", value, _splat(t, F64, 0.0))
     away = b.select(positive, b.fcmp_ordered(">", back, value), b.fcmp_ordered("<", back, value))
-    bits = b.bitcast(near, _like(t, I32))
-    toward_zero = b.select(away, b.sub(bits, _splat(t, I32, 1)), bits)  # the f32 just below in magnitude
-    odd = b.select(inexact, b.or_(toward_zero, _splat(t, I32, 1)), bits)
-    return b.bitcast(odd, _like(t, F32))
+    return _to_odd(b, near, inexact, away, I32)
+
+
+def _to_odd(b: ir.IRBuilder, near: ir.Value, inexact: ir.Value, away: ir.Value, bits_type: ir.IntType) -> ir.Value:
+    """``near`` (a rounding to nearest) turned into the rounding to odd: when inexact, one step
+    toward zero if it went ``away`` from the exact value, then the last bit set."""
+    t = near.type
+    bits = b.bitcast(near, _like(t, bits_type))
+    toward_zero = b.select(away, b.sub(bits, _splat(t, bits_type, 1)), bits)  # the float just below in magnitude
+    odd = b.select(inexact, b.or_(toward_zero, _splat(t, bits_type, 1)), bits)
+    return b.bitcast(odd, t)
 
 
 def from_f64(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
@@ -90,10 +97,7 @@ def from_int(b: ir.IRBuilder, value: ir.Value, signed: bool) -> ir.Value:
         away = b.or_(overflow, b.xor(below, b.fcmp_ordered("<", near, _splat(t, F64, 0.0))))
     else:
         away = b.or_(overflow, b.icmp_signed("<", rest, zero))
-    bits = b.bitcast(near, _like(t, I64))
-    toward_zero = b.select(away, b.sub(bits, _splat(t, I64, 1)), bits)
-    odd = b.select(inexact, b.or_(toward_zero, _splat(t, I64, 1)), bits)
-    return from_f64(b, b.bitcast(odd, wide))
+    return from_f64(b, _to_odd(b, near, inexact, away, I64))
 
 
 def constant_bits(value: float) -> int:

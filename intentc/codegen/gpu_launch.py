@@ -261,13 +261,8 @@ def _points(nest, defs, scalars):
 
 def grid_formula(totals: list) -> object:
     """Blocks for a phase whose point count is ``max(totals)``; a constant when unknown."""
-    if not totals or any(t is None for t in totals):
-        return FALLBACK_BLOCKS
-    unique = sorted(set(totals))
-    total = unique[0]
-    for other in unique[1:]:
-        total = f"max({total}, {other})"
-    return f"min(max(ceil_div({total}, {BLOCK}), 1), {MAX_BLOCKS})"
+    total = _max_formula(totals)
+    return FALLBACK_BLOCKS if total is None else f"min(max(ceil_div({total}, {BLOCK}), 1), {MAX_BLOCKS})"
 
 
 def _scratch(kernel: P.Kernel, defs: dict, scalars: set) -> list:

@@ -14,6 +14,7 @@ with more than 2^63 - 1 points fails with ``INTENT_E_DOMAIN`` instead of wrappin
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from intentc.kir.types import BOOL, INDEX
@@ -83,14 +84,14 @@ def _split(loop: P.Loop):
     if not all(isinstance(s, P.Assign) for s in prefix):
         return None
     assigned = {s.var.name for s in P.walk_stmts(loop.body) if isinstance(s, (P.Assign, P.Loop))}
+    assignments = Counter(s.var.name for s in P.walk_stmts(loop.body) if isinstance(s, P.Assign))
     varying = {loop.var.name}
     hoisted, inside = [], []
     for s in prefix:
         reads = _reads(s.value)
         if _loads(s.value):
             return None
-        if reads & varying or sum(1 for t in P.walk_stmts(loop.body) if isinstance(t, P.Assign)
-                                  and t.var.name == s.var.name) > 1:
+        if reads & varying or assignments[s.var.name] > 1:
             varying.add(s.var.name)
             inside.append(s)
         else:
