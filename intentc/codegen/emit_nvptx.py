@@ -290,25 +290,10 @@ class GpuKernelEmitter(FunctionEmitter):
             strides = [self.entry_alloca(I64, f"{t.name}.stride{k}") for k in range(t.rank)]
             self.heap[t.name] = (slot, shape, strides)
         slot, shape, strides = self.heap[t.name]
-        extents = [self.expr(e) for e in s.extents]
-        stride = ir.Constant(I64, 1)
-        # The byte size must fit in 64 bits, as on the CPU: a wrapped product would allocate
-        # less than the extents address (extents of 0 make the size 0).
-        smul = self.mod.intrinsic("llvm.smul.with.overflow.i64", ir.LiteralStructType([I64, ir.IntType(1)]),
-                                  [I64, I64])
-        overflow, empty = ir.Constant(ir.IntType(1), 0), ir.Constant(ir.IntType(1), 0)
-        for k in reversed(range(t.rank)):
-            b.store(extents[k], shape[k])
-            b.store(stride, strides[k])
-            product = b.call(smul, [stride, extents[k]])
-            overflow = b.or_(overflow, b.extract_value(product, 1))
-            empty = b.or_(empty, b.icmp_signed("==", extents[k], ir.Constant(I64, 0)))
-            stride = b.extract_value(product, 0)
+        size, overflow = self.buffer_layout(s, shape, strides)  # as on the CPU
         if scratch:
             b.store(self.scratch[t.name], slot)
             return
-        size = b.call(smul, [stride, ir.Constant(I64, t.dtype.itemsize)])
-        overflow = b.and_(b.or_(overflow, b.extract_value(size, 1)), b.not_(empty))
         with b.if_then(overflow, likely=False):
             check = {"status": "INTENT_E_SHAPE", "code": STATUS["INTENT_E_SHAPE"], "nargs": 0,
                      "message": f"{self.kernel.name}: the buffer '{t.name}' has more bytes than 64 bits can count"}

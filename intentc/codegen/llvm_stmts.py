@@ -117,20 +117,15 @@ class StatementEmitter:
         self.ret(code)
         b.position_at_end(cont)
 
-    def alloc(self, s: P.Alloc) -> None:
+    def buffer_layout(self, s: P.Alloc, shape, strides) -> tuple[ir.Value, ir.Value]:
+        """Store a new buffer's row-major extents and strides into its slots; return its byte
+        size (as the pair ``llvm.smul.with.overflow`` gives) and whether that size (or an extent product) passes 64 bits. The size must fit
+        (docs/abi.md, "Sizes and offsets"): a wrapped product would allocate less than the
+        extents address. Extents of 0 make the size 0, never an overflow."""
         b = self.builder
         t = s.tensor
-        if t.name not in self.heap:
-            slot = self.entry_alloca(PTR, f"{t.name}.data")
-            self.allocas.store(ir.Constant(PTR, None), slot)
-            shape = [self.entry_alloca(I64, f"{t.name}.shape{k}") for k in range(t.rank)]
-            strides = [self.entry_alloca(I64, f"{t.name}.stride{k}") for k in range(t.rank)]
-            self.heap[t.name] = (slot, shape, strides)
-        slot, shape, strides = self.heap[t.name]
         extents = [self.expr(e) for e in s.extents]
         stride = ir.Constant(I64, 1)
-        # The byte size must fit in 64 bits (docs/abi.md, "Sizes and offsets"): a wrapped product
-        # would allocate less than the extents address. Extents of 0 make the size 0.
         smul = self.mod.intrinsic("llvm.smul.with.overflow.i64", ir.LiteralStructType([I64, ir.IntType(1)]),
                                   [I64, I64])
         overflow = ir.Constant(ir.IntType(1), 0)
@@ -144,6 +139,19 @@ class StatementEmitter:
             stride = b.extract_value(product, 0)
         size = b.call(smul, [stride, ir.Constant(I64, t.dtype.itemsize)])
         overflow = b.and_(b.or_(overflow, b.extract_value(size, 1)), b.not_(empty))
+        return size, overflow  # size: llvm.smul.with.overflow's pair, the bytes first
+
+    def alloc(self, s: P.Alloc) -> None:
+        b = self.builder
+        t = s.tensor
+        if t.name not in self.heap:
+            slot = self.entry_alloca(PTR, f"{t.name}.data")
+            self.allocas.store(ir.Constant(PTR, None), slot)
+            shape = [self.entry_alloca(I64, f"{t.name}.shape{k}") for k in range(t.rank)]
+            strides = [self.entry_alloca(I64, f"{t.name}.stride{k}") for k in range(t.rank)]
+            self.heap[t.name] = (slot, shape, strides)
+        slot, shape, strides = self.heap[t.name]
+        size, overflow = self.buffer_layout(s, shape, strides)
         with b.if_then(overflow, likely=False):
             message = self.mod.cstring(f"%s: the buffer '{t.name}' has more bytes than 64 bits can count")
             kernel = self.mod.cstring(self.kernel.source_name or self.kernel.name)
