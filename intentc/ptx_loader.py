@@ -12,6 +12,7 @@ CuPy, and a GPU.
     from intentc import ptx_loader
     mod = ptx_loader.load("saxpy.ptx")          # reads saxpy.ptx.json beside it
     y = mod.saxpy(2.0, x, y)                    # NumPy in, NumPy out
+    d = mod.saxpy(2.0, cupy_x, cupy_y)          # device arrays in, a DeviceArray out, no host copy
 
 A call does what the CPU runtime does at the C boundary, in the manifest's words: it
 checks every tensor's rank and dtype, that written tensors have no zero stride on an
@@ -21,15 +22,20 @@ allocates returned tensors from the declared extents,
 copies the bytes each view spans to the GPU (strides are kept), zeroes a status buffer,
 runs the launch sequence with grids evaluated from the manifest's formulas, reads the
 status word and raises ``KernelError`` with the check's message, or copies the written
-tensors back. Host arrays are left unchanged when a call fails.
+tensors back. Host arrays are left unchanged when a call fails. Arguments already in device
+memory (``__cuda_array_interface__`` or a CUDA ``__dlpack__``; ``intentc/device_arrays.py``) are
+used in place, and results are then allocated on the device (docs/ptx-abi.md).
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
-from intentc.base.status import E_ALLOC, E_SHAPE, KernelError
+from intentc import device_arrays
+from intentc.base.status import E_ALLOC, E_DEVICE, E_SHAPE, KernelError
+from intentc.device_arrays import DeviceArray
 from intentc.kir import calling
 from intentc.kir.calling import Parameter
 from intentc.loader import _PackedF4
@@ -102,6 +108,7 @@ class CudaDriver:
         except ImportError:
             from cuda import cuda as driver  # cuda-python < 12.6
         self.driver = driver
+        self.device = device
         self._check(driver.cuInit(0))
         dev = self._check(driver.cuDeviceGet(device))
         self.context = self._check(driver.cuDevicePrimaryCtxRetain(dev))
@@ -147,6 +154,13 @@ class CudaDriver:
     def zero(self, ptr: int, nbytes: int) -> None:
         self._check(self.driver.cuMemsetD8(ptr, 0, nbytes))
 
+    def copy(self, dst: int, src: int, nbytes: int) -> None:
+        if nbytes:
+            self._check(self.driver.cuMemcpyDtoD(dst, src, nbytes))
+
+    def wait_stream(self, stream: int) -> None:
+        self._check(self.driver.cuStreamSynchronize(self.driver.CUstream(stream)))
+
     def launch(self, function, grid, block, shared_bytes: int, args: list) -> None:
         import numpy as np
 
@@ -165,6 +179,7 @@ class Cupy:
         import cupy
 
         self.cupy = cupy
+        self.device = device
         cupy.cuda.Device(device).use()
         self.capability = tuple(int(c) for c in cupy.cuda.Device(device).compute_capability)
         self.buffers: dict[int, object] = {}
@@ -206,6 +221,13 @@ class Cupy:
 
     def zero(self, ptr: int, nbytes: int) -> None:
         self.cupy.cuda.runtime.memset(ptr, 0, nbytes)
+
+    def copy(self, dst: int, src: int, nbytes: int) -> None:
+        if nbytes:
+            self.cupy.cuda.runtime.memcpy(dst, src, nbytes, 3)  # device to device
+
+    def wait_stream(self, stream: int) -> None:
+        self.cupy.cuda.ExternalStream(stream).synchronize()
 
     def launch(self, function, grid, block, shared_bytes: int, args: list) -> None:
         import numpy as np
@@ -274,14 +296,17 @@ class Kernel:
             call.release()
 
     def prepare(self, *args, out=None) -> "Call":
-        """Check and copy the arguments to the GPU; the returned call can be launched
-        (repeatedly, for benchmarks) and finished."""
+        """Check the arguments and copy host arrays to the GPU (device arrays are used where
+        they are); the returned call can be launched (repeatedly, for benchmarks) and
+        finished."""
         params = self.params
         inputs = [p for p in params if not p.result]
         results = [p for p in params if p.result]
         values = calling.bind_arguments(self.name, inputs, args, {})
-        arrays = {p.name: calling.as_array(values[p.name], p, self.name) for p in inputs if p.kind == "tensor"}
-        outs = calling.result_arrays(self.name, inputs, results, arrays, out)
+        arrays = {p.name: self._tensor(values[p.name], p, self.name) for p in inputs if p.kind == "tensor"}
+        on_device = any(isinstance(a, DeviceArray) for a in arrays.values())
+        allocate = self._allocate_on_device if on_device else None
+        outs = calling.result_arrays(self.name, inputs, results, arrays, out, convert=self._tensor, allocate=allocate)
         for p in params:  # the loader's checks, then the runtime's, as for a CPU kernel
             if p.kind == "scalar":
                 calling.scalar_value(values[p.name], p, self.name)
@@ -292,8 +317,47 @@ class Kernel:
         for p, array in tensors:
             calling.check_entry_tensor(self.name, p, array)
         calling.check_extent_expressions(self.name, params, values)
-        calling.check_aliasing(self.name, tensors)  # inputs that overlap outputs travel as their own copies
-        return Call(self, values)
+        # Host arrays travel as their own copies, so they alias nothing on the device; device
+        # arrays are used in place, so an input that overlaps an output is read from a copy.
+        calling.check_aliasing(self.name, [(p, a) for p, a in tensors if not isinstance(a, DeviceArray)])
+        copied = calling.check_aliasing(self.name, [(p, a) for p, a in tensors if isinstance(a, DeviceArray)])
+        call = Call(self, values, copied)
+        if out is not None:  # a device out= comes back as the caller's own object
+            provided = list(out) if isinstance(out, (tuple, list)) else [out]
+            call.returned = {p.name: v for p, v in zip(results, provided) if isinstance(values[p.name], DeviceArray)}
+        return call
+
+    def _tensor(self, value, p: Parameter, kernel: str | None = None):
+        """A tensor argument: a ``DeviceArray`` for CUDA memory on this loader's device, else a
+        NumPy array (``calling.as_array``, which refuses other devices)."""
+        try:
+            array = device_arrays.device_array(value)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}: parameter '{p.name}': {exc}") from None
+        if array is None:
+            return calling.as_array(value, p, self.name)
+        device = getattr(self.module.backend, "device", 0)
+        if array.device_id is not None and array.device_id != device:
+            raise KernelError(E_DEVICE, f"{self.name}: parameter '{p.name}' is on CUDA device {array.device_id} "
+                                        f"but the module was loaded on device {device}")
+        if p.dtype == "f4e2m1":
+            raise KernelError(E_DEVICE, f"{self.name}: parameter '{p.name}' is f4e2m1 in device memory; pass it "
+                                        f"as a host array (the loader packs it)")
+        return array
+
+    def _allocate_on_device(self, shape, dtype, p: Parameter) -> DeviceArray:
+        """A returned tensor in device memory, C-contiguous, owning its allocation."""
+        count = math.prod(shape)
+        try:
+            memory = device_arrays.DeviceAllocation(self.module.backend, count * dtype.itemsize)
+        except Exception as exc:  # noqa: BLE001 - a backend reports exhaustion its own way
+            raise MemoryError(str(exc)) from None
+        strides, step = [], dtype.itemsize
+        for extent in reversed(shape):
+            strides.append(step)
+            step *= max(1, extent)
+        return DeviceArray(memory.address, tuple(shape), tuple(reversed(strides)), dtype,
+                           device_id=getattr(self.module.backend, "device", 0), owner=memory)
 
 
 def _span(array) -> tuple[int, int]:
@@ -308,9 +372,10 @@ def _span(array) -> tuple[int, int]:
 class Call:
     """One prepared call: device copies of the arguments, a status buffer, the launches."""
 
-    def __init__(self, kernel: Kernel, values: dict):
+    def __init__(self, kernel: Kernel, values: dict, copied: set = frozenset()):
         self.kernel = kernel
         self.values = values
+        self.returned = {}  # result name -> the device out= object the caller gave
         backend = kernel.module.backend
         self.buffers = []
         self.device = {}  # tensor name -> (device data pointer, span low, span high)
@@ -319,6 +384,9 @@ class Call:
             if p["kind"] != "tensor":
                 continue
             array = values[p["name"]]
+            if isinstance(array, DeviceArray):
+                self.device[p["name"]] = self._device_argument(array, p["name"] in copied)
+                continue
             if p["dtype"] == "f4e2m1" and array.size:  # packed two per byte on the device (kir/mx.py)
                 self.packed[p["name"]] = packed = _PackedF4(array, p["name"], [])
                 base = backend.alloc(packed.packed.nbytes)
@@ -378,6 +446,20 @@ class Call:
                 value = None
             self.args.append([a["type"], value, role])
 
+    def _device_argument(self, array: DeviceArray, copied: bool) -> tuple[int, int, int]:
+        """(data pointer, span low, span high) of a tensor already on the device: its own
+        memory, or for an input that overlaps an output a device-to-device copy."""
+        backend = self.kernel.module.backend
+        if array.stream is not None and hasattr(backend, "wait_stream"):
+            backend.wait_stream(array.stream)  # what the producer still writes must land first
+        lo, hi = array.span()
+        if not copied or hi == lo:
+            return array.address, lo, hi
+        base = backend.alloc(hi - lo)
+        self.buffers.append(base)
+        backend.copy(base, array.address + lo, hi - lo)
+        return base - lo, lo, hi
+
     def launch(self) -> None:
         backend = self.kernel.module.backend
         backend.zero(self.status, self.kernel.module.manifest["status"]["bytes"])
@@ -408,12 +490,14 @@ class Call:
                                  packed.packed.nbytes)
                 packed.write_back()
                 continue
+            if p["kind"] == "tensor" and isinstance(self.values[p["name"]], DeviceArray):
+                continue  # written in place on the device
             if p["kind"] == "tensor" and (p.get("mutable") or p.get("result")):
                 data, lo, hi = self.device[p["name"]]
                 if hi > lo:
                     array = self.values[p["name"]]
                     backend.download(array.__array_interface__["data"][0] + lo, data + lo, hi - lo)
-        results = [self.values[p["name"]] for p in self.kernel.results]
+        results = [self.returned.get(p["name"], self.values[p["name"]]) for p in self.kernel.results]
         return None if not results else results[0] if len(results) == 1 else tuple(results)
 
     def release(self) -> None:

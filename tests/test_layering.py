@@ -9,7 +9,7 @@ The stages, in pipeline order, and what each may import (docs/architecture.md):
     interp   base, kir            (intentc/interp/, the reference interpreter)
     lower    base, kir
     codegen  base, kir, lower
-    top      anything             (driver.py, cli.py, loader.py, ptx_loader.py, __init__.py,
+    top      anything             (driver.py, cli.py, loader.py, ptx_loader.py, device_arrays.py, __init__.py,
                                    __main__.py)
 
 Every ``import`` of every ``.py`` file under ``intentc/`` counts, function-local and
@@ -41,7 +41,7 @@ PACKAGES = {"base": "base", "parse": "parse", "kir": "kir", "sema": "sema", "int
             "codegen": "codegen"}  # intentc.<package>.* -> stage
 TOP_LEVEL = {"source": "base", "diagnostics": "base", "resources": "base", "driver": "top", "cli": "top",
              "build_cache": "top",
-             "loader": "top", "ptx_loader": "top", "__main__": "top"}  # intentc.<module> -> stage
+             "loader": "top", "ptx_loader": "top", "device_arrays": "top", "__main__": "top"}  # intentc.<module> -> stage
 
 
 @dataclass(frozen=True)

@@ -198,9 +198,12 @@ def named_extents(inputs: list[Parameter], arrays: dict) -> dict:
     return extents
 
 
-def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter], arrays: dict, out) -> dict:
+def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter], arrays: dict, out,
+                  convert=None, allocate=None) -> dict:
     """The returned tensors by name: ``out=`` (one array, or a tuple or list of them, in
-    order) or new arrays shaped by the declared extents."""
+    order; each through ``convert(value, param, kernel)``, by default ``as_array``) or new
+    arrays shaped by the declared extents (``allocate(shape, dtype, param)``, by default
+    host memory from NumPy)."""
     if not results:
         if out is not None:
             raise TypeError(f"{kernel}() returns nothing, so it takes no out=")
@@ -209,7 +212,7 @@ def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter]
         provided = list(out) if isinstance(out, (tuple, list)) else [out]
         if len(provided) != len(results):
             raise TypeError(f"{kernel}() returns {len(results)} tensors; out= must give as many")
-        return {p.name: as_array(v, p, kernel) for p, v in zip(results, provided)}
+        return {p.name: (convert or as_array)(v, p, kernel) for p, v in zip(results, provided)}
     extents = named_extents(inputs, arrays)
     outs = {}
     for p in results:
@@ -231,7 +234,7 @@ def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter]
             raise KernelError(E_SHAPE, f"{kernel}: parameter '{p.name}' has extents and strides whose byte offsets "
                                        f"do not fit in 64 bits")
         try:
-            outs[p.name] = np.empty(shape, dtype=dtype)
+            outs[p.name] = np.empty(shape, dtype=dtype) if allocate is None else allocate(shape, dtype, p)
         except (MemoryError, ValueError):
             raise KernelError(E_ALLOC, f"{kernel}: out of memory for the result '{p.name}' "
                                        f"({count * dtype.itemsize} bytes)") from None
@@ -339,9 +342,15 @@ def _dlpack_of_name(name: str) -> tuple[int, int]:
     return dlpack_of(np.dtype(_NUMPY_NAMES[name]))
 
 
+def data_address(array) -> int:
+    """The address of element (0, ..., 0): of host memory for a NumPy array, of device memory
+    for an ``intentc.device_arrays.DeviceArray`` (the PTX loader's)."""
+    return array.__array_interface__["data"][0] if isinstance(array, np.ndarray) else array.address
+
+
 def _byte_range(array: np.ndarray) -> tuple[int, int]:
     """The bytes [lo, hi) the array's elements occupy (lo == hi when it has none)."""
-    base = array.__array_interface__["data"][0]
+    base = data_address(array)
     if array.size == 0:
         return base, base
     low = sum(s * (n - 1) for s, n in zip(array.strides, array.shape) if s < 0)
@@ -384,7 +393,7 @@ def _interleaved_disjoint(a: np.ndarray, b: np.ndarray) -> bool:
                 g = math.gcd(g, abs(stride))
     if g == 0:
         return False
-    r = (a.__array_interface__["data"][0] - b.__array_interface__["data"][0]) % g
+    r = (data_address(a) - data_address(b)) % g
     return r >= b.dtype.itemsize and g - r >= a.dtype.itemsize
 
 

@@ -496,6 +496,9 @@ class Emulator:
     def zero(self, ptr: int, nbytes: int) -> None:
         ctypes.memset(ptr, 0, nbytes)
 
+    def copy(self, dst: int, src: int, nbytes: int) -> None:  # device to device
+        ctypes.memmove(dst, src, nbytes)
+
     def run_grid(self, name: str, grid, block) -> tuple[tuple, tuple]:
         """The grid and block a launch runs with, after max_blocks and max_threads."""
         grid = tuple(min(g, self.max_blocks or g) for g in grid)
