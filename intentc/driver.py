@@ -525,6 +525,15 @@ def _check_prefix(prefix: str) -> None:
     if prefix.lower().startswith("intent"):
         raise error(f"--prefix '{prefix}' begins like the runtime's names (intent_*, INTENT_*, Intent*)",
                     hint="choose another prefix, e.g. your library's name and an underscore")
+    from intentc.codegen.header import cxx_namespace
+    from intentc.sema.c_names import C_KEYWORDS, CXX_KEYWORDS, MACROS, TYPE_NAMES
+
+    namespace = cxx_namespace(prefix)
+    if namespace in C_KEYWORDS or namespace in CXX_KEYWORDS or namespace in ("std", "posix") \
+            or namespace in MACROS or namespace in TYPE_NAMES:
+        raise error(f"--prefix '{prefix}' would name the header's C++ namespace '{namespace}', which is a "
+                    f"keyword, a reserved namespace or a name of the C headers",
+                    hint="choose another prefix, e.g. your library's name and an underscore")
 
 
 def _cannot_write(path, exc: OSError) -> CompileError:

@@ -29,6 +29,7 @@ def render_header(manifest: dict, guard_name: str) -> str:
         f"#ifndef {guard}", f"#define {guard}", "", '#include "intent_runtime.h"', "",
         "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
     ]
+    wrappers = []  # C++: the kernels under their own names in the prefix's namespace
     for kernel in manifest["kernels"]:
         args, docs = [], []
         for p in kernel["params"]:
@@ -47,8 +48,22 @@ def render_header(manifest: dict, guard_name: str) -> str:
         lines.append(" */")
         lines.append(f"INTENT_API int32_t {symbol}({', '.join(args) or 'void'});")
         lines.append("")
+        names = ", ".join(re.search(r"(\w+)$", a).group(1) for a in args)
+        wrappers.append(f"inline int32_t {kernel['name']}({', '.join(args)}) {{ return ::{symbol}({names}); }}")
     lines += ["/* The JSON description of this module's kernels (what intentc.load reads from a shared library;",
               " * weak: a program that links several static intentc libraries holds one of them). */",
               "INTENT_API extern const char intent_module_manifest[];", "",
-              "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
+              "#ifdef __cplusplus", "}", "#endif", ""]
+    namespace = cxx_namespace(manifest.get("prefix", ""))
+    if namespace:
+        lines += [f"/* C++: the kernels by their own names in namespace {namespace} (from --prefix). */",
+                  "#ifdef __cplusplus", f"namespace {namespace} {{", *wrappers, f"}} /* namespace {namespace} */",
+                  "#endif", ""]
+    lines += [f"#endif /* {guard} */", ""]
     return "\n".join(lines)
+
+
+def cxx_namespace(prefix: str) -> str:
+    """The C++ namespace of a module exported with ``--prefix``: the prefix without its
+    trailing underscores (``mylib_`` → ``mylib``); empty without a prefix."""
+    return prefix.rstrip("_")

@@ -113,3 +113,54 @@ def test_cmake_passes_the_prefix(project, tmp_path):
     _run(["cmake", "-S", folder, "-B", build, *generator, f"-Dintentc_DIR={cmake_dir}"], folder, env)
     _run(["cmake", "--build", build], folder, env)
     assert _run([build / "app"], folder, env).startswith("6 9 scale: ")
+
+
+CXX_APP = r"""
+#include <cstdio>
+#include "twice.h"
+#include "thrice.h"
+
+int main()
+{
+    float x[3] = {1, 2, 3}, a[3], b[3];
+    int64_t shape[1] = {3};
+    IntentTensor tx = {x, {1, 0}, 1, {2, 32, 1}, shape, NULL, 0};
+    IntentTensor ta = {a, {1, 0}, 1, {2, 32, 1}, shape, NULL, 0};
+    IntentTensor tb = {b, {1, 0}, 1, {2, 32, 1}, shape, NULL, 0};
+    // The same kernel name in two namespaces, and the C names beside them.
+    if (twice::scale(&tx, &ta) != INTENT_OK || thrice::scale(&tx, &tb) != INTENT_OK)
+        return 1;
+    if (thrice_scale(&tx, &tb) != INTENT_OK)
+        return 2;
+    std::printf("%g %g\n", a[2], b[2]);
+    return a[2] == 6 && b[2] == 9 ? 0 : 3;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler (g++)")
+def test_prefix_gives_a_cxx_namespace(tmp_path):
+    """With --prefix NAME_, the header also declares the kernels by their own names in C++
+    namespace NAME (inline calls of the C symbols), so C++ code writes twice::scale."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for name, factor in (("twice", 2), ("thrice", 3)):
+        (tmp_path / f"{name}.intent").write_text(KERNEL.format(factor=f"{factor}.0"))
+        subprocess.run([sys.executable, "-m", "intentc", "build", f"{name}.intent", "-o", f"{name}.so",
+                        "--prefix", f"{name}_"], cwd=tmp_path, env=env, check=True)
+    header = (tmp_path / "twice.h").read_text()
+    assert "namespace twice {" in header and "return ::twice_scale(x, out);" in header
+    (tmp_path / "app.cpp").write_text(CXX_APP)
+    subprocess.run(["g++", "-std=c++11", "-Wall", "-Werror", "-I.", "-o", "app", "app.cpp", "-L.", "-l:twice.so",
+                    "-l:thrice.so", "-Wl,-rpath,$ORIGIN"], cwd=tmp_path, check=True)
+    run = subprocess.run(["./app"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.split() == ["6", "9"], run
+
+
+@pytest.mark.parametrize("prefix", ["class_", "std_", "int_", "NULL_"])
+def test_a_prefix_whose_namespace_is_reserved_is_refused(tmp_path, prefix):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    (tmp_path / "k.intent").write_text(KERNEL.format(factor="2.0"))
+    run = subprocess.run([sys.executable, "-m", "intentc", "build", "k.intent", "-o", "k.so", "--prefix", prefix],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 1 and "C++ namespace" in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert not (tmp_path / "k.so").exists()
