@@ -112,7 +112,11 @@ def device_array(value) -> DeviceArray | None:
     describes its memory in a way a kernel cannot take raises ``TypeError`` naming why."""
     if isinstance(value, (np.ndarray, DeviceArray)):
         return value if isinstance(value, DeviceArray) else None
-    interface = getattr(value, "__cuda_array_interface__", None)
+    try:
+        interface = getattr(value, "__cuda_array_interface__", None)
+        refused = None
+    except Exception as exc:  # noqa: BLE001 - e.g. PyTorch's bf16 tensors have DLPack only
+        interface, refused = None, exc
     if interface is not None:
         return _from_array_interface(value, interface)
     device = getattr(value, "__dlpack_device__", None)
@@ -120,6 +124,8 @@ def device_array(value) -> DeviceArray | None:
         kind, _ = (int(v) for v in device())
         if kind in CUDA_DEVICE_TYPES:
             return _from_dlpack(value)
+    if refused is not None:
+        raise TypeError(f"its __cuda_array_interface__ failed: {refused}")
     return None
 
 
