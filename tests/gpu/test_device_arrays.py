@@ -16,7 +16,7 @@ import pytest
 from cpu_emulation import Emulator
 from intentc import ptx_loader
 from intentc.base.status import E_ALIAS, E_DEVICE, E_DTYPE, E_SHAPE, E_STRIDE, KernelError
-from intentc.device_arrays import DeviceArray
+from intentc.device_arrays import _DELETER, DeviceArray, _DLDataType, _DLDevice, _DLManagedTensor, _DLTensor
 from intentc.driver import compile_source
 
 SOURCE = """\
@@ -197,25 +197,14 @@ def test_the_entry_checks_hold_for_device_arrays(module):
 
 
 # ---- DLPack ------------------------------------------------------------------------------------------
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+def test_the_dlpack_structs_have_dlpack_h_layout():
+    """dlpack.h on a 64-bit machine: DLTensor is 48 bytes (data 0, device 8, ndim 16, dtype 20,
+    shape 24, strides 32, byte_offset 40) and DLManagedTensor 64 (deleter at 56)."""
+    offsets = {name: getattr(_DLTensor, name).offset for name, _ in _DLTensor._fields_}
+    assert offsets == {"data": 0, "device": 8, "ndim": 16, "dtype": 20, "shape": 24, "strides": 32,
+                       "byte_offset": 40}
+    assert ctypes.sizeof(_DLTensor) == 48 and ctypes.sizeof(_DLManagedTensor) == 64
+    assert _DLManagedTensor.deleter.offset == 56 and ctypes.sizeof(_DLDataType) == 4
 
 
 _new_capsule = ctypes.pythonapi.PyCapsule_New
