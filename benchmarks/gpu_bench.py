@@ -72,11 +72,11 @@ def fast_launcher(call):
         values = [np.array([launch.get("phase", 0) if role == "phase" else value], dtype=ptx_loader.ARG_NUMPY[kind])
                   for kind, value, role in call.args]
         pointers = np.array([v.ctypes.data for v in values], dtype=np.uint64)
-        launches.append((grid, block, values, pointers))
+        launches.append((grid, block, launch.get("shared_bytes", 0), values, pointers))
 
     def run():
-        for grid, block, _values, pointers in launches:
-            backend._check(d.cuLaunchKernel(call.kernel.function, *grid, *block, 0, 0, pointers.ctypes.data, 0))
+        for grid, block, shared, _values, pointers in launches:
+            backend._check(d.cuLaunchKernel(call.kernel.function, *grid, *block, shared, 0, pointers.ctypes.data, 0))
 
     return run, launches
 

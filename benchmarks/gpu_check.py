@@ -41,9 +41,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "samples"))
 sys.path.insert(0, str(REPO / "tests" / "gpu"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
+from gpu_bench import device_target, fast_launcher  # noqa: E402
 from intentc import ptx_loader  # noqa: E402
-from intentc.codegen.target import GPU_PTX_ISA  # noqa: E402
 
 BUILD = REPO / "benchmarks" / "build" / "gpu_check"
 KERNELS = REPO / "benchmarks" / "gpu" / "kernels.intent"
@@ -52,14 +53,6 @@ HBM_PEAK = {"H200": 4800.0, "H100 SXM": 3350.0, "H100 NVL": 3900.0, "H100 PCIe":
             "A100 80GB PCIe": 1935.0, "A100-SXM4-40GB": 1555.0, "L40S": 864.0}
 TARGETS = {"triad": ("of HBM peak", 0.85), "softmax": ("triton", 1.0), "layernorm": ("triton", 1.0),
            "sum": ("torch", 0.8), "cumsum": ("torch", 0.8), "sgemm": ("torch", 0.7), "bf16_matmul": ("torch", 0.6)}
-
-
-def device_target(capability) -> str:
-    number = capability[0] * 10 + capability[1]
-    usable = [name for value, name in sorted((int(n[3:]), n) for n in GPU_PTX_ISA) if value <= number]
-    if not usable:
-        raise SystemExit(f"the GPU is sm_{number}; intentc's PTX target starts at sm_80")
-    return usable[-1]
 
 
 def _build(job):
@@ -169,23 +162,8 @@ def check_samples(gpu_module_of, target: str, jobs: int, only=None, build_dir: P
 def pack_launches(call):
     """``call``'s launch sequence with every argument buffer packed once: what a C caller
     that launches the PTX itself does (docs/ptx-abi.md, "With cuda-python")."""
-    backend = call.kernel.module.backend
-    d = backend.driver
-    backend.zero(call.status, call.kernel.module.manifest["status"]["bytes"])
-    launches = []
-    for launch in call.kernel.spec["launches"]:
-        grid = [ptx_loader.evaluate(g, call.env) for g in launch["grid"]]
-        block = [ptx_loader.evaluate(b, call.env) for b in launch["block"]]
-        values = [np.array([launch.get("phase", 0) if role == "phase" else value], dtype=ptx_loader.ARG_NUMPY[kind])
-                  for kind, value, role in call.args]
-        pointers = np.array([v.ctypes.data for v in values], dtype=np.uint64)
-        launches.append((grid, block, launch.get("shared_bytes", 0), values, pointers))
-
-    def run():
-        for grid, block, shared, _values, pointers in launches:
-            backend._check(d.cuLaunchKernel(call.kernel.function, *grid, *block, shared, 0, pointers.ctypes.data, 0))
-
-    return run
+    call.kernel.module.backend.zero(call.status, call.kernel.module.manifest["status"]["bytes"])
+    return fast_launcher(call)[0]
 
 
 class Timer:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DeviceArray", "DeviceAllocation", "device_array", "CUDA_DEVICE_TYPES"]
+__all__ = ["DeviceArray", "DeviceAllocation", "device_array", "span", "CUDA_DEVICE_TYPES"]
 
 CUDA_DEVICE_TYPES = (2, 13)  # DLPack's kDLCUDA, kDLCUDAManaged
 _LEGACY_DEFAULT_STREAM = 1  # DLPack's and the CUDA array interface's number for it
@@ -84,11 +84,7 @@ class DeviceArray:
 
     def span(self) -> tuple[int, int]:
         """(lowest, highest + 1) byte offsets from ``address`` that the view touches."""
-        if self.size == 0:
-            return 0, 0
-        low = sum(min(0, s * (n - 1)) for s, n in zip(self.strides, self.shape))
-        high = sum(max(0, s * (n - 1)) for s, n in zip(self.strides, self.shape)) + self.itemsize
-        return low, high
+        return span(self)
 
     def to_numpy(self) -> np.ndarray:
         """A host copy (needs the backend of an array the loader allocated)."""
@@ -105,6 +101,16 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device_id})"
+
+
+def span(array) -> tuple[int, int]:
+    """(lowest, highest + 1) byte offsets from the first element that a strided view (a NumPy
+    array or a ``DeviceArray``) touches; (0, 0) when it has no elements."""
+    if array.size == 0:
+        return 0, 0
+    low = sum(min(0, s * (n - 1)) for s, n in zip(array.strides, array.shape))
+    high = sum(max(0, s * (n - 1)) for s, n in zip(array.strides, array.shape)) + array.itemsize
+    return low, high
 
 
 def device_array(value) -> DeviceArray | None:

@@ -360,15 +360,6 @@ class Kernel:
                            device_id=getattr(self.module.backend, "device", 0), owner=memory)
 
 
-def _span(array) -> tuple[int, int]:
-    """(lowest, highest+1) byte offsets from the first element that the view touches."""
-    if array.size == 0:
-        return 0, 0
-    lo = sum(min(0, s * (n - 1)) for s, n in zip(array.strides, array.shape))
-    hi = sum(max(0, s * (n - 1)) for s, n in zip(array.strides, array.shape)) + array.itemsize
-    return lo, hi
-
-
 class Call:
     """One prepared call: device copies of the arguments, a status buffer, the launches."""
 
@@ -394,7 +385,7 @@ class Call:
                 backend.upload(base, packed.packed.ctypes.data, packed.packed.nbytes)
                 self.device[p["name"]] = (base + packed.base // 2, 0, 0)
                 continue
-            lo, hi = _span(array)
+            lo, hi = device_arrays.span(array)
             if hi == lo:
                 self.device[p["name"]] = (0, 0, 0)
                 continue
