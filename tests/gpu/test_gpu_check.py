@@ -17,15 +17,13 @@ import gpu_check  # noqa: E402
 
 
 def test_samples_compare_on_the_emulator(tmp_path):
-    rows = gpu_check.check_samples(gpu_check.emulated_modules("sm_80"), "sm_80", jobs=1,
-                                   only=["saxpy", "prefix_sum"], build_dir=tmp_path)
-    assert [r["sample"] for r in rows] == ["prefix_sum", "saxpy"]
-    for row in rows:
-        assert "failure" not in row, row
-        assert row["calls"] > 10 and row["cpu"].startswith("PASS") and row["gpu"].startswith("PASS")
-    saxpy = rows[1]
-    assert saxpy["same_bits"] == saxpy["calls"]  # pointwise: the same bits on both targets
-    assert rows[0]["float_max_rel_diff"] < 1e-5  # scans may group differently (T1)
+    rows = gpu_check.check_samples(gpu_check.emulated_modules("sm_80"), "sm_80", jobs=1, only=["saxpy"],
+                                   build_dir=tmp_path)
+    assert [r["sample"] for r in rows] == ["saxpy"]
+    row = rows[0]
+    assert "failure" not in row, row
+    assert row["calls"] > 10 and row["cpu"].startswith("PASS") and row["gpu"].startswith("PASS")
+    assert row["same_bits"] == row["calls"]  # pointwise: the same bits on both targets
 
 
 def test_compare_tells_rounding_from_differences():
