@@ -1,0 +1,159 @@
+"""Schedule remarks: what the lowering and code generation decided about each loop nest, in source terms.
+
+A pass that decides something a user may want to know — a loop is threaded or not, collapsed,
+versioned for unit strides, a bounds check removed or kept, a loop vectorised — records a
+``Remark`` in the ``RemarkSink`` it is given (``kind``: ``applied``, ``missed`` with the reason,
+or ``analysis``), in the spirit of LLVM's ``-Rpass``/``-Rpass-missed`` and Halide's schedule
+printing. Passes run without a sink by default and record nothing; with one they emit exactly
+the same program (recording reads the IR, never changes it).
+
+Remarks speak in the program's terms: the span of the construct (the ``for`` statement, the
+expression whose elements a loop computes), its source text and the names the user wrote,
+never the physical program's variable names. ``to_physical`` records where each physical loop
+came from (``LoopOrigin``, keyed by the loop variable's name, unique in its kernel) so that the
+physical passes can say which source loop they changed.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from intentc.diagnostics import Diagnostic
+from intentc.source import Span
+
+KINDS = ("applied", "missed", "analysis")
+
+
+@dataclass(frozen=True)
+class Remark:
+    """One decision: ``kind`` (KINDS; a ``missed`` message starts with what did not happen,
+    "not threaded: ...", then why), the pass (or code-generation step) that made it, the
+    kernel, the span of the source construct it is about (None: the kernel as a whole) and a
+    message in source terms."""
+
+    kind: str
+    pass_name: str
+    kernel: str
+    span: Span | None
+    message: str
+
+    def sort_key(self) -> tuple:
+        where = (self.span.source.path, self.span.start, self.span.end) if self.span is not None else ("", -1, -1)
+        return where + (KINDS.index(self.kind), self.pass_name, self.message)
+
+    def diagnostic(self) -> Diagnostic:
+        """The remark as a diagnostic of severity ``remark`` (rendered like an error: location,
+        ``remark[pass]: message``, the source line, a caret)."""
+        return Diagnostic(self.message, _first_line(self.span), self.pass_name, severity="remark")
+
+    def as_json(self) -> dict:
+        out = {"kind": self.kind, "pass": self.pass_name, "kernel": self.kernel, "message": self.message}
+        if self.span is not None:
+            out.update(file=self.span.source.path, line=self.span.line, column=self.span.column,
+                       source=source_text(self.span))
+        return out
+
+
+@dataclass(frozen=True)
+class LoopOrigin:
+    """Where a physical loop comes from: the span of its source construct, the names of its
+    points as the user wrote them (empty for a loop the compiler made over an expression's
+    elements), and what the construct is (``parallel``, ``for``, ``reduction``, ``elements``)."""
+
+    span: Span | None
+    names: tuple[str, ...]
+    construct: str
+    carries: tuple[str, ...] = ()  # the variables an ordered loop updates, as the user named them
+
+    def describe(self) -> str:
+        """The loop in a user's words: "the parallel loop over i", "the reduction `I.sum(x)`"."""
+        names = ", ".join(self.names)
+        if self.construct == "parallel" and names:
+            return f"the parallel loop over {names}"
+        if self.construct == "for" and names:
+            return f"the ordered loop over {names}"
+        text = source_text(self.span)
+        if text.startswith("return "):  # a returned expression's elements
+            text = text[len("return "):]
+        if self.construct == "reduction":
+            return f"the reduction `{text}`" if text else "a reduction"
+        return f"the loop over the elements of `{text}`" if text else "a loop the compiler made"
+
+
+@dataclass
+class RemarkSink:
+    """Collects the remarks of one compilation and the origins of its physical loops."""
+
+    remarks: list = field(default_factory=list)
+    origins: dict = field(default_factory=dict)  # (kernel, loop variable name) -> LoopOrigin
+    kernel_spans: dict = field(default_factory=dict)  # kernel name -> Span of its definition
+    user_names: dict = field(default_factory=dict)  # kernel name -> physical variables named as in the source
+
+    def add(self, kind: str, pass_name: str, kernel: str, span: Span | None, message: str) -> None:
+        assert kind in KINDS, kind
+        remark = Remark(kind, pass_name, kernel, span if span is not None else self.kernel_spans.get(kernel), message)
+        if remark not in self.remarks:  # a nest's two unit-stride versions say the same thing once
+            self.remarks.append(remark)
+
+    def note_name(self, func, name: str) -> None:
+        """Record that variable ``name`` of kernel ``func`` (a KIR function) is a name of its source."""
+        if func.span is not None and re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", func.span.text):
+            self.user_names.setdefault(func.name, set()).add(name)
+
+    def origin(self, kernel: str, var_name: str) -> LoopOrigin | None:
+        return self.origins.get((kernel, var_name))
+
+    def sorted(self) -> list[Remark]:
+        """The remarks in source order (file, position, kind, pass, message): stable across runs."""
+        return sorted(self.remarks, key=Remark.sort_key)
+
+
+def select(remarks, which: str = "all") -> list[Remark]:
+    """The remarks of one kind (``which`` in KINDS) or all of them."""
+    return [r for r in remarks if which == "all" or r.kind == which]
+
+
+def render_text(remarks) -> str:
+    """Remarks as diagnostics' text, one after the other."""
+    return "".join(r.diagnostic().render_plain() + "\n" for r in remarks)
+
+
+def render_json(remarks) -> str:
+    """Remarks as one JSON document (``{"remarks": [...]}``), for tools."""
+    return json.dumps({"remarks": [r.as_json() for r in remarks]}, indent=1, sort_keys=True) + "\n"
+
+
+def source_text(span: Span | None, limit: int = 60) -> str:
+    """The first line of the source under ``span``, stripped and shortened to ``limit`` characters."""
+    if span is None:
+        return ""
+    text = span.text.strip().split("\n", 1)[0].rstrip()
+    if text.endswith(":") and text.startswith("for "):
+        text = text[:-1]
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _first_line(span: Span | None) -> Span | None:
+    """``span`` cut at the end of its first line (a ``for`` statement's caret under its header)."""
+    if span is None:
+        return None
+    text = span.text
+    cut = text.find("\n")
+    return span if cut < 0 else Span(span.source, span.start, span.start + len(text[:cut].rstrip()))
+
+
+def definition_line(span: Span | None) -> Span | None:
+    """A kernel's span narrowed to its ``def`` line (past its decorator), for remarks about the kernel."""
+    if span is None:
+        return None
+    text = span.text
+    at = text.find("def ")
+    at = 0 if at < 0 else at
+    end = text.find("\n", at)
+    return Span(span.source, span.start + at, span.start + (len(text) if end < 0 else end))
+
+
+def location(span: Span | None) -> str:
+    """``line:col`` of a span, for messages that name another construct."""
+    return f"{span.line}:{span.column}" if span is not None else "?"
