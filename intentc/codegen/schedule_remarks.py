@@ -19,12 +19,15 @@ from intentc.lower import program as P
 from intentc.lower.remark_terms import Terms
 
 _DEFINE = re.compile(r'^define [^@]*@"?([^"(]+)"?\(', re.M)
+# Vector loads and arithmetic: the loop's own work. Selects and stores alone are not counted (LLVM
+# also vectorises the straight-line code of a degenerate path, such as an empty inner loop's result).
 _VECTOR_OP = re.compile(r"= (?:fadd|fsub|fmul|fdiv|frem|add|sub|mul|sdiv|udiv|srem|urem|and|or|xor|shl|lshr|ashr|"
-                        r"select|fneg|load|sitofp|uitofp|fptosi|fptoui|fpext|fptrunc|sext|zext|trunc|call)"
+                        r"fneg|load|sitofp|uitofp|fptosi|fptoui|fpext|fptrunc|call)"
                         r"(?: [a-z]+)* <(\d+) x (float|double|half|bfloat|i8|i16|i32|i64)>")
-_VECTOR_STORE = re.compile(r"^\s*store <(\d+) x (float|double|half|bfloat|i8|i16|i32|i64)> %", re.M)
 _DTYPES = {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16", "i8": "8-bit", "i16": "16-bit",
            "i32": "32-bit", "i64": "64-bit"}
+_LAUNCH_KINDS = {"grid": "grid-stride over the points", "blocks": "with one block per point",
+                 "block": "on one block", "single": "on one thread"}
 _AT = re.compile(r"\(at [^()]*?:(\d+):(\d+)\)")
 
 
@@ -32,6 +35,8 @@ def codegen_remarks(program: P.Program, optimized, spec, remarks) -> None:
     """Add the remarks of code generation for ``program`` (``optimized``: the optimised LLVM
     module of a CPU target, or None) to ``remarks``."""
     if spec is not None and spec.is_gpu:
+        # Thread tasks and their grains are the CPU runtime's: a GPU kernel's points go to the grid.
+        remarks.remarks[:] = [r for r in remarks.remarks if r.pass_name != "schedule_parallel"]
         _gpu_remarks(program, remarks)
         return
     functions = _functions(str(optimized)) if optimized is not None else {}
@@ -51,15 +56,21 @@ def _functions(text: str) -> dict:
     return out
 
 
-def vector_shape(body: str) -> tuple[int, str] | None:
+def llvm_element(dtype) -> str:
+    """The LLVM scalar type a tensor element of ``dtype`` is computed in (bf16 as its bits)."""
+    if dtype.is_float:
+        return {64: "double", 32: "float"}.get(dtype.bits, "half" if dtype.name == "f16" else "i16")
+    return f"i{max(8, dtype.bits)}"
+
+
+def vector_shape(body: str, elements: set | None = None) -> tuple[int, str] | None:
     """(lanes, element type) of the widest vector arithmetic or memory operation in a
-    function's IR, the most frequent element type first; None when it has none."""
+    function's IR on one of ``elements`` (LLVM type names; None: any), the most frequent
+    element type first; None when it has none (index arithmetic alone is not the loop's work)."""
     found = Counter()
     for match in _VECTOR_OP.finditer(body):
         found[(int(match.group(1)), match.group(2))] += 1
-    for match in _VECTOR_STORE.finditer(body):
-        found[(int(match.group(1)), match.group(2))] += 1
-    found = Counter({k: n for k, n in found.items() if k[0] > 1})
+    found = Counter({k: n for k, n in found.items() if k[0] > 1 and (elements is None or k[1] in elements)})
     if not found:
         return None
     types = Counter()
@@ -81,7 +92,8 @@ def _vector_remarks(kernel: P.Kernel, functions: dict, remarks) -> None:
         origin = remarks.origin(kernel.name, loop.var.name)
         if origin is None:
             continue
-        shape = vector_shape(functions[task])
+        elements = {llvm_element(t.dtype) for t in _accessed(loop)}
+        shape = vector_shape(functions[task], elements)
         entry = seen.setdefault(loop.var.name, [origin, loop, None])
         if shape is not None and (entry[2] is None or shape[0] > entry[2][0]):
             entry[2] = shape  # the unit-stride copy and the strided copy: the better of the two
@@ -95,10 +107,19 @@ def _vector_remarks(kernel: P.Kernel, functions: dict, remarks) -> None:
                         f"(LLVM's loop vectoriser) on {where}")
             continue
         reasons = [r for s in inner for r in _not_vectorisable(s, terms, remarks, kernel)]
-        reason = "; ".join(dict.fromkeys(reasons)) or \
+        reason = "in its way: " + "; ".join(dict.fromkeys(reasons)) if reasons else \
             "LLVM's loop vectoriser found it not profitable or could not prove it legal"
         remarks.add("missed", "vectorize", kernel.name, origin.span,
-                    f"not vectorised: {origin.describe()}, on {where}: {reason}")
+                    f"not vectorised: {origin.describe()}, on {where}; {reason}")
+
+
+def _accessed(loop: P.Loop) -> set:
+    """The tensors ``loop`` loads from or stores to."""
+    found = {s.tensor for s in P.walk_stmts((loop,)) if isinstance(s, P.Store)}
+    for s in P.walk_stmts((loop,)):
+        for e in P.stmt_exprs(s):
+            found.update(x.tensor for x in P.walk_expr(e) if isinstance(x, (P.Load, P.Atomic)))
+    return found
 
 
 def _innermost(loop: P.Loop) -> list[P.Loop]:
@@ -144,6 +165,9 @@ def _not_vectorisable(loop: P.Loop, terms: Terms, remarks, kernel: P.Kernel) -> 
         reasons.insert(0, f"{'a bounds check stays' if len(checks) == 1 else 'bounds checks stay'} inside it"
                           f"{f' (at {places})' if places else ''}: a failing check must stop the loop at that element")
     origin = remarks.origin(kernel.name, loop.var.name)
+    if origin is not None and origin.construct == "for" and origin.carries:
+        reasons.append(f"{origin.describe()} carries {', '.join(origin.carries)} from one iteration to the next, in "
+                       "order (O2): a floating-point sum in order cannot be split across lanes (I.sum may regroup, T1)")
     if origin is not None and origin.construct == "reduction" and not any(
             isinstance(x, P.Binary) and x.fast for s in P.walk_stmts(loop.body) for e in P.stmt_exprs(s)
             for x in P.walk_expr(e)):
@@ -229,13 +253,13 @@ def _gpu_remarks(program: P.Program, remarks) -> None:
 
     for kernel in program.kernels:
         plan = plan_kernel(kernel)
-        at = _AT.search(plan.reason) if plan.reason else None
-        reason = _AT.sub("", plan.reason).strip() if plan.reason else ""
-        if at:
-            reason += f" (at {at.group(1)}:{at.group(2)})"
+        span = remarks.kernel_spans.get(kernel.name)
+        reason = plan.reason
+        if span is not None:  # positions in the kernel's own file as line:col
+            reason = reason.replace(f"{span.source.path}:", "")
         if plan.mapping == "grid":
             kinds = Counter(launch.kind for launch in plan.launches)
-            shown = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+            shown = ", ".join(f"{n} {_LAUNCH_KINDS.get(kind, kind)}" for kind, n in sorted(kinds.items()))
             remarks.add("applied", "gpu_mapping", kernel.name, None,
                         f"mapped to the grid: {len(plan.launches)} launch{'es' if len(plan.launches) != 1 else ''} "
                         f"({shown}); each parallel loop nest's points are spread over blocks of threads")

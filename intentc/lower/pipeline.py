@@ -17,6 +17,7 @@ from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
 from intentc.lower.physical_verifier import verify_program
+from intentc.lower.fusion_remarks import fusion_remarks, tensor_expressions
 from intentc.lower.remarks import definition_line
 from intentc.lower.passes import (check_laws, check_unique, collapse_point_nests, expand_contract_tiles, expand_lane_chains,
                                   expand_scaled_tiles, expand_sparse_tiles, expand_tensor_exprs, inline_helpers,
@@ -135,6 +136,9 @@ PASSES: tuple[Pass, ...] = (
          "intentc/lower/passes/serialize_points.py"),
 )
 PASS_NAMES = [p.name for p in PASSES]
+# Remarks on a pass that the pass itself does not record: (what to note of its input, the
+# remarks from that note and its output). Only with a remark sink; they change nothing.
+REMARK_OBSERVERS = {"expand_tensor_exprs": (tensor_expressions, fusion_remarks)}
 KIR_PASSES = [(p.name, p.run) for p in PASSES if p.stage == KIR]  # every KIR -> KIR pass, by name
 PHYSICAL_PASSES = [(p.name, p.run) for p in PASSES if p.stage == PHYSICAL]
 
@@ -192,7 +196,11 @@ def lower(module: Module, verify_each: bool | None = None, print_after: str | No
     for entry in PASSES:
         if not entry.condition.holds(options):
             continue
+        observer = REMARK_OBSERVERS.get(entry.name) if remarks is not None else None
+        noted = observer[0](ir) if observer else None
         ir = entry.run(ir, remarks=remarks) if entry.remarks and remarks is not None else entry.run(ir)
+        if observer:
+            observer[1](ir, noted, remarks)
         if entry.stage == KIR:
             verify_module(ir)
         elif verify_physical is not None:

@@ -40,7 +40,7 @@ class Remark:
 
     def sort_key(self) -> tuple:
         where = (self.span.source.path, self.span.start, self.span.end) if self.span is not None else ("", -1, -1)
-        return where + (KINDS.index(self.kind), self.pass_name, self.message)
+        return where  # remarks of one construct keep the order the passes made them in
 
     def diagnostic(self) -> Diagnostic:
         """The remark as a diagnostic of severity ``remark`` (rendered like an error: location,
@@ -107,6 +107,29 @@ class RemarkSink:
     def sorted(self) -> list[Remark]:
         """The remarks in source order (file, position, kind, pass, message): stable across runs."""
         return sorted(self.remarks, key=Remark.sort_key)
+
+
+def loop_origin(op, point=None) -> LoopOrigin:
+    """The ``LoopOrigin`` of a loop op: its span, or the first span inside it for a loop the
+    lowering made over an expression's elements; the user's name of ``point`` for a loop the
+    user wrote."""
+    span = op.span or _first_span(op)
+    written = span is not None and span.text.startswith("for ")
+    if op.name == "fold":
+        return LoopOrigin(span, (), "reduction")
+    if written and point is not None and point.hint:
+        carries = tuple(r.hint.split(".")[0] for r in op.results if r.hint)
+        return LoopOrigin(span, (point.hint.split(".")[0],), "parallel" if op.name == "parallel" else "for", carries)
+    return LoopOrigin(span, (), "elements")
+
+
+def _first_span(op):
+    for region in op.regions:
+        for inner in region.ops:
+            span = inner.span or _first_span(inner)
+            if span is not None:
+                return span
+    return None
 
 
 def select(remarks, which: str = "all") -> list[Remark]:

@@ -48,11 +48,7 @@ def bounds_remarks(func, remarks, pass_name: str, built_in_bounds: dict, represe
         if op.name in _ACCESSES and isinstance(op.operands[0].type, TensorType) and op.span is not None:
             by_span.setdefault((op.span.start, op.span.end), (op.span, []))[1].append(op)
         elif op.name == "assert_eq" and op.span is not None and op.attrs.get("rule") == "S1":
-            what = op.attrs.get("what", "")
-            head, _, equation = what.partition(": ")
-            left, _, right = equation.partition(" but ")
-            if " = %lld" in left and " = %lld" in right:
-                what = f"{head}: {left.replace(' = %lld', '')} must equal {right.replace(' = %lld', '')}"
+            what = _equation(op.attrs.get("what", ""))
             remarks.add("analysis", pass_name, func.name, op.span, f"extent check stays, once per call (S1): {what}")
     for span, ops in by_span.values():
         removed, built, kept = [], [], []
@@ -73,7 +69,7 @@ def bounds_remarks(func, remarks, pass_name: str, built_in_bounds: dict, represe
         text = span.text.strip().split("\n", 1)[0]
         if kept:
             remarks.add("missed", pass_name, func.name, span,
-                        f"bounds check stays on `{text}`: " + "; ".join(dict.fromkeys(kept)))
+                        f"bounds check not removed on `{text}`: " + "; ".join(dict.fromkeys(kept)))
         reasons = []
         if removed:
             reasons.append(f"{', '.join(dict.fromkeys(removed))} proven within the extents from the loop domains (D5)")
@@ -82,6 +78,26 @@ def bounds_remarks(func, remarks, pass_name: str, built_in_bounds: dict, represe
                            "domain, in bounds by construction")
         if reasons:
             remarks.add("applied", pass_name, func.name, span, f"bounds checks removed on `{text}`: " + "; ".join(reasons))
+
+
+def _equation(what: str) -> str:
+    """An extent check's failure message (``A = %lld but B = %lld``) as the equation it checks."""
+    head, colon, equation = what.partition(": ")
+    if not colon:
+        head, equation = "", what
+    left, but, right = equation.partition(" but ")
+    if not but:
+        return what.replace(" %lld", "").replace("%lld", "")
+    left = left.replace(" = %lld", "")
+    if " = %lld" in right:
+        right = right.replace(" = %lld", "")
+    elif right.startswith("the signature declares"):
+        right = "the extent the signature declares"
+    elif right.startswith("the kernel's result needs"):
+        right = "the extent of the kernel's result"
+    else:
+        right = right.replace(" %lld", "").replace("%lld", "")
+    return f"{head}{': ' if head else ''}{left} must equal {right}"
 
 
 def _name(value, span) -> str:

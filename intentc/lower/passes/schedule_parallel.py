@@ -122,8 +122,8 @@ def _remark_kernel(kernel: P.Kernel, remarks) -> None:
                     carried = f"; it carries {', '.join(origin.carries)} from one iteration to the next" \
                         if origin.carries else ""
                     remarks.add("missed", "schedule_parallel", kernel.name, origin.span,
-                                f"not threaded: {origin.describe()} is ordered (O2), its iterations run one "
-                                f"after the other{carried}; an I.parallel loop inside it is threaded per iteration")
+                                f"not threaded: {origin.describe()} runs its iterations one after the other "
+                                f"(O2){carried}; an I.parallel loop inside it is threaded per iteration")
             for block in P.stmt_blocks(s):
                 visit(block, inside_parallel or (isinstance(s, P.Loop) and s.kind in ("parallel", "point")))
 
@@ -161,5 +161,13 @@ def _remark_parallel(kernel: P.Kernel, loop: P.Loop, terms: Terms, remarks) -> N
                     f"threaded: {what} runs {points} in {per_task}{single}")
         return
     grain_text = terms.text(loop.grain, count=True)
+    if count is not None and count > 0 and inner_text:
+        single = f"; while {inner_text} <= {POINTS_PER_TASK // count} its {count} points are one task, run by one " \
+                 f"thread (their estimated work is below a task's {POINTS_PER_TASK})"
+    elif count_text and inner_text:
+        single = f"; while {count_text} * ({inner_text}) <= {POINTS_PER_TASK} it is one task, run by one thread"
+    else:
+        single = ""
     remarks.add("applied", "schedule_parallel", kernel.name, span,
-                f"threaded: {what} runs {points} in tasks of {grain_text or 'a run-time number of'} points{work}")
+                f"threaded: {what} runs {points} in tasks of {grain_text or 'a run-time number of'} points{work}"
+                f"{single}")

@@ -26,7 +26,7 @@ from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.lower import program as P
 from intentc.lower.names import NameSupply
-from intentc.lower.remarks import LoopOrigin
+from intentc.lower.remarks import loop_origin
 
 ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
 
@@ -410,29 +410,6 @@ class _KernelLowering:
             grain = P.Const(INDEX, op.attrs["grain"]) if kind == "parallel" and "grain" in op.attrs else None
             stmts = (P.Loop(ordinals[depth], self.domains[id(domain)][3], (point,) + stmts, kind, grain),)
         return list(stmts)
-
-
-def loop_origin(op: Op, point: Value | None):
-    """The ``LoopOrigin`` of a loop op: its span, or the first span inside it for a loop the
-    lowering made over an expression's elements; the user's name of ``point`` for a loop the
-    user wrote."""
-    span = op.span or _first_span(op)
-    written = span is not None and span.text.startswith("for ")
-    if op.name == "fold":
-        return LoopOrigin(span, (), "reduction")
-    if written and point is not None and point.hint:
-        carries = tuple(r.hint.split(".")[0] for r in op.results if r.hint)
-        return LoopOrigin(span, (point.hint.split(".")[0],), "parallel" if op.name == "parallel" else "for", carries)
-    return LoopOrigin(span, (), "elements")
-
-
-def _first_span(op: Op):
-    for region in op.regions:
-        for inner in region.ops:
-            span = inner.span or _first_span(inner)
-            if span is not None:
-                return span
-    return None
 
 
 def _frozen(value):
