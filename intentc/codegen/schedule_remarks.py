@@ -161,7 +161,7 @@ def _not_vectorisable(loop: P.Loop, terms: Terms, remarks, kernel: P.Kernel) -> 
         if isinstance(s, P.Store):
             reasons += _stride_reason(s.tensor, s.offset, loop.var, defs, terms, "writes")
     if checks:
-        places = ", ".join(c for c in dict.fromkeys(checks) if c)
+        places = ", ".join(sorted((c for c in set(checks) if c), key=lambda c: tuple(map(int, c.split(":")))))
         reasons.insert(0, f"{'a bounds check stays' if len(checks) == 1 else 'bounds checks stay'} inside it"
                           f"{f' (at {places})' if places else ''}: a failing check must stop the loop at that element")
     origin = remarks.origin(kernel.name, loop.var.name)

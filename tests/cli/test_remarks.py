@@ -177,3 +177,11 @@ def test_gpu_mapping_remarks():
     assert not any(r.pass_name in ("schedule_parallel", "vectorize") for r in remarks)
     grid = [r for r in _remarks("samples/saxpy.intent", target="sm_90", cpu="native") if r.pass_name == "gpu_mapping"]
     assert grid[0].kind == "applied" and grid[0].message.startswith("mapped to the grid: 1 launch")
+
+
+def test_sanitize_bounds_keeps_every_check():
+    text = (REPO / "samples/stencil3.intent").read_text()
+    remarks = schedule_remarks(text, "samples/stencil3.intent", TARGET, CPU, sanitize=("bounds",))
+    checks = [r for r in remarks if r.pass_name == "keep_all_checks" and r.kind == "missed"]
+    assert len(checks) == 4 and all("--sanitize=bounds keeps every check" in r.message for r in checks)
+    assert not any(r.pass_name == "prove_bounds" and r.kind == "applied" for r in remarks)

@@ -8,7 +8,7 @@ sink it says so for each access.
 from __future__ import annotations
 
 from intentc.kir.core import Module
-from intentc.lower.passes.prove_bounds import bounds_remarks
+from intentc.lower.check_remarks import bounds_remarks
 
 
 def run(module: Module, remarks=None) -> Module:
