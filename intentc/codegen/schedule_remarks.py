@@ -100,6 +100,12 @@ def _vector_remarks(kernel: P.Kernel, functions: dict, remarks) -> None:
     for origin, loop, shape in seen.values():
         inner = _innermost(loop)
         where = _describe_loops(kernel, loop, inner, remarks)
+        explicit = _explicit_vector(loop)
+        if explicit is not None:
+            remarks.add("applied", "vectorize", kernel.name, origin.span,
+                        f"vectorised: {origin.describe()} computes in registers of {explicit.lanes} lanes of "
+                        f"{explicit.elem} (the compiler's register tile) on {where}")
+            continue
         if shape is not None:
             lanes, elem = shape
             remarks.add("applied", "vectorize", kernel.name, origin.span,
@@ -111,6 +117,17 @@ def _vector_remarks(kernel: P.Kernel, functions: dict, remarks) -> None:
             "LLVM's loop vectoriser found it not profitable or could not prove it legal"
         remarks.add("missed", "vectorize", kernel.name, origin.span,
                     f"not vectorised: {origin.describe()}, on {where}; {reason}")
+
+
+def _explicit_vector(loop: P.Loop):
+    """The widest ``VectorType`` the compiler wrote into ``loop`` itself (a micro-kernel's), or None."""
+    widest = None
+    for s in P.walk_stmts((loop,)):
+        for e in P.stmt_exprs(s):
+            for x in P.walk_expr(e):
+                if isinstance(x.dtype, P.VectorType) and (widest is None or x.dtype.lanes > widest.lanes):
+                    widest = x.dtype
+    return widest
 
 
 def _accessed(loop: P.Loop) -> set:
@@ -155,7 +172,8 @@ def _not_vectorisable(loop: P.Loop, terms: Terms, remarks, kernel: P.Kernel) -> 
         for e in P.stmt_exprs(s):
             for x in P.walk_expr(e):
                 if isinstance(x, P.Atomic):
-                    reasons.append(f"it accesses {x.tensor.name} atomically (M6)")
+                    reasons.append(f"it accesses {x.tensor.name if x.tensor.storage != 'heap' else 'a buffer'} "
+                                   "atomically (M6)")
                 elif isinstance(x, P.Load):
                     reasons += _stride_reason(x.tensor, x.offset, loop.var, defs, terms, "reads")
         if isinstance(s, P.Store):
@@ -180,11 +198,12 @@ def _stride_reason(tensor: P.TensorSym, offset: P.Expr, var: P.Var, defs: dict, 
     step = _coefficient(offset, var, defs, 0)
     if step == 1 or step == 0:
         return []
+    name = tensor.name if tensor.storage != "heap" else "a buffer of its own"
     if step is None:
-        return [f"it {verb} {tensor.name} at an index that is not an affine function of the loop's point "
+        return [f"it {verb} {name} at an index that is not an affine function of the loop's point "
                 "(a gather or scatter)"]
     shown = terms.text(step) if isinstance(step, P.Expr) else str(step)
-    return [f"it {verb} {tensor.name} with a stride of {shown or 'a run-time number of'} elements, not 1"]
+    return [f"it {verb} {name} with a stride of {shown or 'a run-time number of'} elements, not 1"]
 
 
 def _coefficient(e: P.Expr, var: P.Var, defs: dict, depth: int):

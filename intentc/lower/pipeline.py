@@ -18,7 +18,7 @@ from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
 from intentc.lower.physical_verifier import verify_program
 from intentc.lower.fusion_remarks import fusion_remarks, tensor_expressions
-from intentc.lower.remarks import definition_line
+from intentc.lower.remarks import adopt_tile_loops, definition_line, note_tile_nests
 from intentc.lower.passes import (check_laws, check_unique, collapse_point_nests, expand_contract_tiles, expand_lane_chains,
                                   expand_scaled_tiles, expand_sparse_tiles, expand_tensor_exprs, inline_helpers,
                                   keep_all_checks, propagate_constants, prove_bounds, schedule_parallel,
@@ -136,9 +136,13 @@ PASSES: tuple[Pass, ...] = (
          "intentc/lower/passes/serialize_points.py"),
 )
 PASS_NAMES = [p.name for p in PASSES]
-# Remarks on a pass that the pass itself does not record: (what to note of its input, the
-# remarks from that note and its output). Only with a remark sink; they change nothing.
-REMARK_OBSERVERS = {"expand_tensor_exprs": (tensor_expressions, fusion_remarks)}
+# Remarks on a pass that the pass itself does not record: (note(input, sink), report(output,
+# note, sink)). Only with a remark sink; they change nothing. The tile-nest expansions' new
+# loops take the origin of the nest they replace.
+REMARK_OBSERVERS = {"expand_tensor_exprs": (lambda ir, sink: tensor_expressions(ir), fusion_remarks),
+                    **{name: (note_tile_nests, adopt_tile_loops)
+                       for name in ("expand_contract_tiles", "expand_scaled_tiles", "expand_sparse_tiles",
+                                    "expand_lane_chains")}}
 KIR_PASSES = [(p.name, p.run) for p in PASSES if p.stage == KIR]  # every KIR -> KIR pass, by name
 PHYSICAL_PASSES = [(p.name, p.run) for p in PASSES if p.stage == PHYSICAL]
 
@@ -197,7 +201,7 @@ def lower(module: Module, verify_each: bool | None = None, print_after: str | No
         if not entry.condition.holds(options):
             continue
         observer = REMARK_OBSERVERS.get(entry.name) if remarks is not None else None
-        noted = observer[0](ir) if observer else None
+        noted = observer[0](ir, remarks) if observer else None
         ir = entry.run(ir, remarks=remarks) if entry.remarks and remarks is not None else entry.run(ir)
         if observer:
             observer[1](ir, noted, remarks)

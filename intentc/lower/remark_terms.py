@@ -68,6 +68,8 @@ class Terms:
             return None
         if isinstance(e, P.Field) and e.kind == "shape" and (e.tensor.name, e.axis) in self.extent_names:
             return (self.extent_names[(e.tensor.name, e.axis)], 3)
+        if isinstance(e, P.Field) and e.tensor.storage == "heap":  # a buffer the source does not name
+            return None
         if isinstance(e, P.Field):
             return (f"{e.tensor.name}.{e.kind}[{e.axis}]", 3) if e.kind in ("shape", "stride") else None
         if isinstance(e, P.Read):

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from intentc.diagnostics import Diagnostic
+from intentc.lower import program as P
 from intentc.source import Span
 
 KINDS = ("applied", "missed", "analysis")
@@ -78,6 +79,8 @@ class LoopOrigin:
             text = text[len("return "):]
         if self.construct == "reduction":
             return f"the reduction `{text}`" if text else "a reduction"
+        if self.construct == "tiles":
+            return f"the register-tiled loop nest of `{text}`" if text else "a register-tiled loop nest"
         return f"the loop over the elements of `{text}`" if text else "a loop the compiler made"
 
 
@@ -89,6 +92,7 @@ class RemarkSink:
     origins: dict = field(default_factory=dict)  # (kernel, loop variable name) -> LoopOrigin
     kernel_spans: dict = field(default_factory=dict)  # kernel name -> Span of its definition
     user_names: dict = field(default_factory=dict)  # kernel name -> physical variables named as in the source
+    tile_origins: dict = field(default_factory=dict)  # kernel name -> LoopOrigin of each tile nest, in order
 
     def add(self, kind: str, pass_name: str, kernel: str, span: Span | None, message: str) -> None:
         assert kind in KINDS, kind
@@ -130,6 +134,44 @@ def _first_span(op):
             if span is not None:
                 return span
     return None
+
+
+def note_tile_nests(program, remarks) -> dict:
+    """Before a tile-nest expansion: per kernel, each tile nest's (kind, origin) under the name of
+    the last loop with an origin before it in program order (None at the start). The tile nests
+    still in the program are those ``to_physical`` recorded, in the same order."""
+    anchors = {}
+    for kernel in program.kernels:
+        pending = list(remarks.tile_origins.get(kernel.name, ()))
+        last, found = None, {}
+        for s in P.walk_stmts(kernel.body):
+            if isinstance(s, P.Loop) and remarks.origin(kernel.name, s.var.name) is not None:
+                last = s.var.name
+            elif isinstance(s, P.TileNest) and pending:
+                found.setdefault(last, []).append((s.kind, pending.pop(0)))
+        anchors[kernel.name] = found
+    return anchors
+
+
+def adopt_tile_loops(program, anchors: dict, remarks) -> None:
+    """After a tile-nest expansion: each new loop (one without an origin) takes the origin of the
+    expanded tile nest that stood after the same loop with an origin; the nests of the kinds
+    left for a later pass keep their place in ``tile_origins``."""
+    for kernel in program.kernels:
+        left = {s.kind for s in P.walk_stmts(kernel.body) if isinstance(s, P.TileNest)}
+        found = {anchor: [origin for kind, origin in nests if kind not in left]
+                 for anchor, nests in anchors.get(kernel.name, {}).items()}
+        last = None
+        for s in P.walk_stmts(kernel.body):
+            if not isinstance(s, P.Loop):
+                continue
+            origin = remarks.origin(kernel.name, s.var.name)
+            if origin is not None and origin.construct != "tiles":
+                last = s.var.name
+            elif origin is None and found.get(last):
+                remarks.origins[(kernel.name, s.var.name)] = replace(found[last][0], construct="tiles")
+        remarks.tile_origins[kernel.name] = [origin for nests in anchors.get(kernel.name, {}).values()
+                                             for kind, origin in nests if kind in left]
 
 
 def select(remarks, which: str = "all") -> list[Remark]:

@@ -33,7 +33,7 @@ GOLDEN = REPO / "tests" / "remarks"
 CASES = ["samples/saxpy.intent", "samples/stencil3.intent", "samples/reductions.intent",
          "samples/online_softmax.intent", "tests/remarks/cliffs.intent"]
 # Names the lowering makes (v_12, t_i, sub_len, len, acc_c3, chunk...) never reach a remark.
-INTERNAL = re.compile(r"\b(v_\d+|v|t_\w+|t_at\w*|sub_len|sub_begin|sub_first|len|chunk\w*|\w+_c\d+|p\d+|i0)\b(?![\w(])")
+INTERNAL = re.compile(r"\b(v_\d+|v|t_\w+|t_at\w*|sub_len|sub_begin|sub_first|len|chunk\w*|\w+_c\d+|p\d+|i0|buf(?:_\d+)?)\b(?![\w(])")
 
 
 def _remarks(relative: str, target: str = TARGET, cpu: str = CPU):

@@ -153,12 +153,12 @@ def _remark_parallel(kernel: P.Kernel, loop: P.Loop, terms: Terms, remarks) -> N
                         f"threaded: {what} runs its {count} points as {tasks} thread tasks of {grain} points{work}")
         return
     if grain is not None:
-        per_task = "one point per task (each point is a block of work)" if grain == 1 else \
-            f"tasks of {grain} points{work}"
+        per_task = ", one per task (each point is a block of work)" if grain == 1 else \
+            f" in tasks of {grain} points{work}"
         single = "" if grain == 1 else \
             f"; while {count_text or 'their number'} <= {grain} it is one task, run by one thread"
         remarks.add("applied", "schedule_parallel", kernel.name, span,
-                    f"threaded: {what} runs {points} in {per_task}{single}")
+                    f"threaded: {what} runs {points}{per_task}{single}")
         return
     grain_text = terms.text(loop.grain, count=True)
     if count is not None and count > 0 and inner_text:

@@ -184,6 +184,8 @@ class _KernelLowering:
         results = tuple(self.var(r) for r in op.results)
         attrs = tuple((key, _frozen(value)) for key, value in op.attrs.items())
         combine = _lane_combine(op.regions[0]) if op.name == "lane_chains" else None
+        if self.remarks is not None:  # the loops its expansion makes come from this op (in program order)
+            self.remarks.tile_origins.setdefault(self.func.name, []).append(loop_origin(op))
         return P.TileNest(op.name, tensors, scalars, results, attrs, combine)
 
     # -- relations ---------------------------------------------------------------------------
