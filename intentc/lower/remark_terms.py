@@ -45,6 +45,14 @@ class Terms:
             return e.value
         if isinstance(e, P.Read) and e.var in self.defs and depth < 12:
             return self.value(self.defs[e.var], depth + 1)
+        if isinstance(e, P.Cast) and e.dtype.kind in ("int", "uint", "index"):
+            return self.value(e.a, depth + 1)
+        if isinstance(e, P.Select) and isinstance(e.cond, P.Compare) and e.cond.pred in ("eq", "ne", "gt", "lt"):
+            a, b = self.value(e.cond.a, depth + 1), self.value(e.cond.b, depth + 1)
+            if a is None or b is None:
+                return None
+            holds = {"eq": a == b, "ne": a != b, "gt": a > b, "lt": a < b}[e.cond.pred]
+            return self.value(e.a if holds else e.b, depth + 1)
         if isinstance(e, P.Binary) and e.op in ("add", "sub", "mul", "floordiv", "max", "min"):
             a, b = self.value(e.a, depth + 1), self.value(e.b, depth + 1)
             if a is None or b is None or (e.op == "floordiv" and b == 0):
@@ -52,6 +60,38 @@ class Terms:
             return {"add": a + b, "sub": a - b, "mul": a * b, "floordiv": a // b if b else 0,
                     "max": max(a, b), "min": min(a, b)}[e.op]
         return None
+
+    def _through(self, e: P.Expr) -> P.Expr:
+        """``e`` with the definitions of the variables the source does not name substituted at its top."""
+        for _ in range(12):
+            if isinstance(e, P.Read) and e.var.name not in self.shown and e.var in self.defs:
+                e = self.defs[e.var]
+            elif isinstance(e, P.Cast):
+                e = e.a
+            elif isinstance(e, P.Binary) and e.op in ("add", "sub") and self.value(e.b) == 0:
+                e = e.a
+            elif self._ordinal_ceil(e) is not None and self._ordinal_ceil(e)[1] == 1:
+                e = self._ordinal_ceil(e)[0]
+            else:
+                break
+        return e
+
+    def _ordinal_ceil(self, e: P.Expr):
+        """(span, step value) when ``e`` is ``select(span == 0, 0, (span - 1) // step + 1)``, as
+        ``to_physical`` counts a domain's members (casts aside), else None."""
+        while isinstance(e, P.Cast):
+            e = e.a
+        if not (isinstance(e, P.Select) and isinstance(e.cond, P.Compare) and e.cond.pred == "eq"
+                and self.value(e.cond.b) == 0 and self.value(e.a) == 0):
+            return None
+        plus = e.b
+        if not (isinstance(plus, P.Binary) and plus.op == "add" and self.value(plus.b) == 1
+                and isinstance(plus.a, P.Binary) and plus.a.op == "floordiv"):
+            return None
+        span = e.cond.a
+        while isinstance(span, P.Cast):
+            span = span.a
+        return span, self.value(plus.a.b)
 
     def text(self, e: P.Expr, count: bool = False) -> str | None:
         """``e`` in source terms, or None when it is longer than a remark can show. ``count``:
@@ -78,12 +118,27 @@ class Terms:
             return self._text(self.defs[e.var], depth + 1, count)
         if isinstance(e, P.Cast):
             return self._text(e.a, depth + 1, count)
+        ceil = self._ordinal_ceil(e)
+        if ceil is not None:  # a domain's member count: ceil(span / step), 0 for an empty span
+            span, step = ceil
+            if step == 1:
+                return self._text(span, depth + 1, count)
+            inner = self._text(span, depth + 1, count)
+            return (f"ceil(({inner[0]}) / {step})", 3) if inner and step is not None else None
         if isinstance(e, P.Binary) and e.op in ("max", "min"):
             a, b = self.value(e.a), self.value(e.b)
             if count and e.op == "max" and (a in (0, 1) or b in (0, 1)):  # a count clamped at 0 (or 1)
                 return self._text(e.b if a in (0, 1) else e.a, depth + 1, count)
             x, y = self._text(e.a, depth + 1, count), self._text(e.b, depth + 1, count)
             return (f"{e.op}({x[0]}, {y[0]})", 3) if x and y else None
+        if isinstance(e, P.Binary) and e.op in ("add", "sub") and self.value(e.b) is not None:
+            inner = self._through(e.a)
+            if isinstance(inner, P.Binary) and inner.op in ("add", "sub") and self.value(inner.b) is not None:
+                # (x - 1) - 1 reads x - 2
+                total = (self.value(inner.b) if inner.op == "add" else -self.value(inner.b)) + \
+                    (self.value(e.b) if e.op == "add" else -self.value(e.b))
+                op = "add" if total >= 0 else "sub"
+                return self._text(P.Binary(e.dtype, op, inner.a, P.Const(e.dtype, abs(total))), depth + 1, count)
         if isinstance(e, P.Binary) and e.op in _SYMBOLS:
             a, b = self.value(e.a), self.value(e.b)
             if e.op in ("add", "sub") and b == 0 or e.op == "mul" and b == 1 or e.op == "floordiv" and b == 1:
