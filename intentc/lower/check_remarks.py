@@ -45,7 +45,8 @@ def bounds_remarks(func, remarks, pass_name: str, built_in_bounds: dict, represe
             reasons.append(f"{', '.join(dict.fromkeys(built))} indexed by the points of the expression's own "
                            "domain, in bounds by construction")
         if reasons:
-            remarks.add("applied", pass_name, func.name, span, f"bounds checks removed on `{text}`: " + "; ".join(reasons))
+            remarks.add("applied", pass_name, func.name, span,
+                        f"bounds checks removed on `{text}`: " + "; ".join(reasons))
 
 
 def _equation(what: str) -> str:

@@ -16,13 +16,13 @@ from intentc.kir.core import Module
 from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
-from intentc.lower.physical_verifier import verify_program
 from intentc.lower.fusion_remarks import fusion_remarks, tensor_expressions
-from intentc.lower.remarks import adopt_tile_loops, definition_line, note_tile_nests
+from intentc.lower.physical_verifier import verify_program
 from intentc.lower.passes import (check_laws, check_unique, collapse_point_nests, expand_contract_tiles, expand_lane_chains,
                                   expand_scaled_tiles, expand_sparse_tiles, expand_tensor_exprs, inline_helpers,
                                   keep_all_checks, propagate_constants, prove_bounds, schedule_parallel,
                                   serialize_points, specialize_unit_stride, to_physical)
+from intentc.lower.remarks import adopt_tile_loops, definition_line, note_tile_nests
 
 SANITIZERS = ("bounds", "order", "unique", "race", "laws")  # race: order and unique (driver.py)
 

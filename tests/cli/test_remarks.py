@@ -33,7 +33,8 @@ GOLDEN = REPO / "tests" / "remarks"
 CASES = ["samples/saxpy.intent", "samples/stencil3.intent", "samples/reductions.intent",
          "samples/online_softmax.intent", "tests/remarks/cliffs.intent"]
 # Names the lowering makes (v_12, t_i, sub_len, len, acc_c3, chunk...) never reach a remark.
-INTERNAL = re.compile(r"\b(v_\d+|v|t_\w+|t_at\w*|sub_len|sub_begin|sub_first|len|chunk\w*|\w+_c\d+|p\d+|i0|buf(?:_\d+)?)\b(?![\w(])")
+INTERNAL = re.compile(r"\b(v_\d+|v|t_\w+|t_at\w*|sub_len|sub_begin|sub_first|len|chunk\w*|\w+_c\d+|p\d+|i0|"
+                      r"buf(?:_\d+)?)\b(?![\w(])")
 
 
 def _remarks(relative: str, target: str = TARGET, cpu: str = CPU):
@@ -81,7 +82,8 @@ def test_cliff_non_unit_stride_and_check_not_vectorised(cliffs):
 
 def test_cliff_ordered_loop_carries_t(cliffs):
     (remark,) = _of(cliffs, "recurrence", "schedule_parallel", "missed")
-    assert remark.message.startswith("not threaded: the ordered loop over i runs its iterations one after the other (O2)")
+    assert remark.message.startswith(
+        "not threaded: the ordered loop over i runs its iterations one after the other (O2)")
     assert "it carries t from one iteration to the next" in remark.message
 
 
