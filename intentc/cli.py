@@ -9,7 +9,8 @@ import click
 from intentc import __version__
 from intentc.diagnostics import CompileError, Diagnostic, render_rich
 
-STAGES = ("ast", "kir", "lowered", "physical", "llvm", "llvm-opt", "asm")
+STAGES = ("ast", "kir", "lowered", "physical", "schedule", "llvm", "llvm-opt", "asm")
+REMARK_CHOICES = ("all", "applied", "missed", "analysis")
 
 
 # --color: "auto" (colour when stderr is a terminal; NO_COLOR and FORCE_COLOR are honoured),
@@ -139,6 +140,31 @@ def main(ctx, cmake_dir, make_dir, docs_dir):
         ctx.exit(2)
 
 
+def remarks_options(command):
+    """``--remarks[=KIND]`` and ``--remarks-format``: the schedule remarks (docs/cli.md)."""
+    command = click.option("--remarks-format", type=click.Choice(("text", "json")), default="text", show_default=True,
+                           help="How --remarks prints: like diagnostics (text) or one JSON document (json).")(command)
+    return click.option("--remarks", type=click.Choice(REMARK_CHOICES), is_flag=False, flag_value="all", default=None,
+                        help="Print the schedule remarks on stderr: for each loop nest, whether and how it is "
+                             "threaded and vectorised, the checks that stay and every missed opportunity with "
+                             "its reason. --remarks=missed (or applied, analysis) prints one kind.")(command)
+
+
+def _print_remarks(source, target, cpu, sanitize, which, form, out_err: bool = True) -> None:
+    """Compute and print the schedule remarks of SOURCE (stderr, or stdout for explain)."""
+    from intentc.driver import read_source, schedule_remarks
+    from intentc.lower.remarks import render_json, render_text, select
+
+    chosen = select(schedule_remarks(read_source(source), source, target, cpu, sanitize=tuple(sanitize)), which)
+    if form == "json":
+        click.echo(render_json(chosen), nl=False, err=out_err)
+    elif out_err:
+        for remark in chosen:
+            render_rich(_with_installed_docs([remark.diagnostic()]), _console())
+    else:
+        click.echo(render_text(chosen), nl=False)
+
+
 def _prefix_pair(ctx, param, values):
     pairs = []
     for value in values:
@@ -183,10 +209,11 @@ def _prefix_pair(ctx, param, values):
                    "(INTENT_E_SANITIZER, naming the law and helpers) if a helper law does not hold (R2, R6; "
                    "CPU targets). Repeatable.")
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
+@remarks_options
 @color_option
 @_diagnosed
 def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, prefix_map, prefix, no_cache,
-          verbose, sanitize, verify_each):
+          verbose, sanitize, verify_each, remarks, remarks_format):
     """Compile SOURCE into OUTPUT."""
     from intentc import build_cache
     from intentc.driver import StageTimer, build as build_files
@@ -205,6 +232,8 @@ def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, 
         _fail(exc)
     finally:
         progress.stop()
+    if remarks:
+        _print_remarks(source, target, cpu, sanitize, remarks, remarks_format)
     if verbose:
         from intentc.source import display_path
 
@@ -272,17 +301,21 @@ def _request_verify_each() -> None:
 @click.option("--target", default="host", show_default=True,
               help="The target whose lowering is checked too (what `build --target` would refuse).")
 @click.option("--cpu", default="native", show_default=True)
+@remarks_options
 @color_option
 @_diagnosed
-def check(source, target, cpu):
+def check(source, target, cpu, remarks, remarks_format):
     """Check SOURCE and print its diagnostics (exit 1 on errors): every error `build` would
-    report for the target, up to LLVM IR (no optimisation, no object code, nothing written)."""
+    report for the target, up to LLVM IR (no optimisation, no object code, nothing written).
+    With --remarks, also the schedule remarks (which optimise, to know the vector widths)."""
     from intentc.driver import compile_source, read_source
 
     try:
         compiled = compile_source(read_source(source), source, target=target, cpu=cpu, optimize_ir=False)
     except CompileError as exc:
         _fail(exc)
+    if remarks:
+        _print_remarks(source, target, cpu, (), remarks, remarks_format)
     from intentc.source import display_path
 
     count = len(compiled.kir.kernels)
@@ -305,15 +338,18 @@ def _known_pass(ctx, param, value):
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--stage", type=click.Choice(STAGES), default="kir", show_default=True,
               help="ast: syntax tree; kir: KIR from sema; lowered: KIR after the KIR passes; physical: the "
-                   "loop program; llvm / llvm-opt: LLVM IR before / after optimisation; asm: assembly.")
+                   "loop program; schedule: the schedule remarks of every loop nest (as build --remarks); "
+                   "llvm / llvm-opt: LLVM IR before / after optimisation; asm: assembly.")
 @click.option("--print-after", type=str, default=None, callback=_known_pass, metavar="PASS",
               help="Print the IR after this lowering pass (or 'all'); docs/passes.md lists them.")
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
 @click.option("--target", default="host", show_default=True)
 @click.option("--cpu", default="native", show_default=True)
+@click.option("--remarks-format", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="With --stage schedule: text (like diagnostics) or one JSON document.")
 @color_option
 @_diagnosed
-def explain(source, stage, print_after, verify_each, target, cpu):
+def explain(source, stage, print_after, verify_each, target, cpu, remarks_format):
     """Show SOURCE at one stage of the pipeline."""
     if verify_each:
         _request_verify_each()
@@ -327,7 +363,9 @@ def explain(source, stage, print_after, verify_each, target, cpu):
             lower(frontend(text, source), print_after=print_after,
                   log=lambda name, ir: click.echo(f"// ----- after {name} -----\n{ir}"))
             return
-        if stage == "ast":
+        if stage == "schedule":
+            _print_remarks(source, target, cpu, (), "all", remarks_format, out_err=False)
+        elif stage == "ast":
             from intentc.parse import parse_source
 
             click.echo(_format_ast(parse_source(text, source)))

@@ -185,7 +185,7 @@ def map_prefix(path: str, prefix_map: tuple[tuple[str, str], ...] = ()) -> str:
 
 def compile_source(text: str, path: str, target: str | None = None, cpu: str = "native",
                    optimize_ir: bool = True, sanitize: tuple[str, ...] = (), timer: StageTimer | None = None,
-                   module: str | None = None, prefix: str = "") -> Compiled:
+                   module: str | None = None, prefix: str = "", remarks=None) -> Compiled:
     """``path`` is the source's name as messages and the manifest show it; ``module`` the
     module's name (default: from ``path``'s stem).
 
@@ -194,7 +194,10 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
     (INTENT_E_SANITIZER) when the written results differ (P1, P3); "unique" checks every
     scatter asserted ``unique=True`` (M4); "race" is "order" and "unique" together; "laws"
     checks the laws of every region_fold / region_scan's helpers under several segmentations
-    (R2, R6) and a call it refuses leaves the tensors it may write as they were (CPU targets only)."""
+    (R2, R6) and a call it refuses leaves the tensors it may write as they were (CPU targets only).
+
+    ``remarks``: a ``lower.remarks.RemarkSink`` that collects the schedule remarks of the passes
+    and of code generation (the result is the same with or without it)."""
     from intentc.codegen.emit_llvm import UnsupportedError, emit_module
     from intentc.codegen.manifest import manifest_json, module_manifest
     from intentc.codegen.optimize import optimize
@@ -219,7 +222,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
         raise _laws_on_gpu()
     try:
         with timer.stage("lower"):
-            program = lower(module_kir, sanitize=checks)
+            program = lower(module_kir, sanitize=checks, remarks=remarks)
             if "order" in checks:
                 if spec.is_gpu:
                     raise error("--sanitize=order is not supported on GPU targets", rule="T7",
@@ -254,7 +257,24 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
             from intentc.codegen.link import prepare_exports
 
             prepare_exports(compiled.optimized, manifest)
+    if remarks is not None:
+        from intentc.codegen.schedule_remarks import codegen_remarks
+
+        codegen_remarks(program, compiled.optimized, spec, remarks)
     return compiled
+
+
+def schedule_remarks(text: str, path: str, target: str | None = None, cpu: str = "native",
+                     sanitize: tuple[str, ...] = ()) -> list:
+    """The schedule remarks of a source (``lower.remarks.Remark``, in source order): what
+    ``build`` decides about each loop nest for the target, and why an opportunity was missed.
+    It compiles the source in memory (optimised, so that the vector widths are LLVM's) and
+    writes nothing; a build's artifacts are the same with or without them."""
+    from intentc.lower.remarks import RemarkSink
+
+    sink = RemarkSink()
+    compile_source(text, path, target, cpu, sanitize=sanitize, remarks=sink)
+    return sink.sorted()
 
 
 KINDS = (".so", ".o", ".a", ".h", ".ll")

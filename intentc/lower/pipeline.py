@@ -16,11 +16,13 @@ from intentc.kir.core import Module
 from intentc.kir.printer import print_module
 from intentc.kir.verifier import verify_module
 from intentc.lower import program as P
+from intentc.lower.fusion_remarks import fusion_remarks, tensor_expressions
 from intentc.lower.physical_verifier import verify_program
 from intentc.lower.passes import (check_laws, check_unique, collapse_point_nests, expand_contract_tiles, expand_lane_chains,
                                   expand_scaled_tiles, expand_sparse_tiles, expand_tensor_exprs, inline_helpers,
                                   keep_all_checks, propagate_constants, prove_bounds, schedule_parallel,
                                   serialize_points, specialize_unit_stride, to_physical)
+from intentc.lower.remarks import adopt_tile_loops, definition_line, note_tile_nests
 
 SANITIZERS = ("bounds", "order", "unique", "race", "laws")  # race: order and unique (driver.py)
 
@@ -77,6 +79,7 @@ class Pass:
     guarantee: str  # what holds after it (the pass file's docstring says more)
     condition: Condition = ALWAYS
     module: str = ""  # the file that holds it, for the docs (passes/<name>.py by default)
+    remarks: bool = False  # ``run`` takes ``remarks=`` (a RemarkSink or None) and records its decisions
 
     @property
     def source(self) -> str:
@@ -100,12 +103,12 @@ PASSES: tuple[Pass, ...] = (
          "structured and memory ops are loops over buffers or the outputs; returned tensors are result "
          "parameters (S1)"),
     Pass("prove_bounds", KIR, prove_bounds.run, "accesses proven in bounds by provenance carry inbounds (D5)",
-         _sanitizer("bounds", negated=True)),
+         _sanitizer("bounds", negated=True), remarks=True),
     Pass("keep_all_checks", KIR, keep_all_checks.run, "no access carries inbounds: every one is checked (D5)",
-         _sanitizer("bounds")),
+         _sanitizer("bounds"), remarks=True),
     Pass("to_physical", TO_PHYSICAL, to_physical.run,
          "the loop program: variables, ordinal loops, explicit addresses and checks; each tile and "
-         "lane-chain op is a tile nest, expanded by the passes below"),
+         "lane-chain op is a tile nest, expanded by the passes below", remarks=True),
     Pass("expand_contract_tiles", PHYSICAL, expand_contract_tiles.run,
          "no contract_tiles nest remains: each is the parallel loop over blocks of C with its "
          "register-tiled micro-kernel (T3)"),
@@ -120,11 +123,12 @@ PASSES: tuple[Pass, ...] = (
     Pass("propagate_constants", PHYSICAL, propagate_constants.run,
          "variables assigned one constant are replaced by it (unit steps become literal)"),
     Pass("collapse_point_nests", PHYSICAL, collapse_point_nests.run,
-         "a parallel loop whose points are a point loop of heavy points is one parallel loop over both"),
+         "a parallel loop whose points are a point loop of heavy points is one parallel loop over both",
+         remarks=True),
     Pass("specialize_unit_stride", PHYSICAL, specialize_unit_stride.run,
-         "each parallel nest has a contiguous fast path and a strided general path"),
+         "each parallel nest has a contiguous fast path and a strided general path", remarks=True),
     Pass("schedule_parallel", PHYSICAL, schedule_parallel.run,
-         "each parallel loop has a grain that depends on the problem size only"),
+         "each parallel loop has a grain that depends on the problem size only", remarks=True),
     Pass("serialize_points", PHYSICAL, serialize_points.run_increasing,
          "parallel loops run their points serially, in increasing order (P1)", Condition("point_order", "increasing")),
     Pass("serialize_points_reversed", PHYSICAL, serialize_points.run_decreasing,
@@ -132,6 +136,13 @@ PASSES: tuple[Pass, ...] = (
          "intentc/lower/passes/serialize_points.py"),
 )
 PASS_NAMES = [p.name for p in PASSES]
+# Remarks on a pass that the pass itself does not record: (note(input, sink), report(output,
+# note, sink)). Only with a remark sink; they change nothing. The tile-nest expansions' new
+# loops take the origin of the nest they replace.
+REMARK_OBSERVERS = {"expand_tensor_exprs": (lambda ir, sink: tensor_expressions(ir), fusion_remarks),
+                    **{name: (note_tile_nests, adopt_tile_loops)
+                       for name in ("expand_contract_tiles", "expand_scaled_tiles", "expand_sparse_tiles",
+                                    "expand_lane_chains")}}
 KIR_PASSES = [(p.name, p.run) for p in PASSES if p.stage == KIR]  # every KIR -> KIR pass, by name
 PHYSICAL_PASSES = [(p.name, p.run) for p in PASSES if p.stage == PHYSICAL]
 
@@ -164,7 +175,7 @@ def verify_each_requested() -> bool:
 
 def lower(module: Module, verify_each: bool | None = None, print_after: str | None = None, log=None,
           sanitize: frozenset = frozenset(), point_order: str | None = None,
-          physical_verifier: Callable[[P.Program], None] | None = None) -> P.Program:
+          physical_verifier: Callable[[P.Program], None] | None = None, remarks=None) -> P.Program:
     """Run the passes of PASSES whose conditions hold, in order, and return the physical program.
 
     The KIR verifier runs after every KIR pass, always (it changes nothing). With
@@ -175,18 +186,25 @@ def lower(module: Module, verify_each: bool | None = None, print_after: str | No
 
     ``sanitize``: ``"bounds"`` keeps every bounds check (no proof removes one); ``"unique"``
     checks scatters asserted unique (M4); ``"laws"`` checks the laws of region helpers (R2, R6).
-    ``point_order``: see ``Options``."""
+    ``point_order``: see ``Options``. ``remarks``: a ``remarks.RemarkSink`` that the passes marked
+    ``remarks`` record their decisions in (the program is the same with or without it)."""
     if print_after not in (None, "all", *PASS_NAMES):
         raise error(f"unknown lowering pass '{print_after}'", hint="passes: " + ", ".join(PASS_NAMES) + ", all")
     options = Options(frozenset(sanitize), point_order)
     if verify_each is None:
         verify_each = verify_each_requested()
     verify_physical = (physical_verifier or PHYSICAL_VERIFIER) if verify_each else None
+    if remarks is not None:  # a remark about a kernel as a whole points at its definition
+        remarks.kernel_spans.update((func.name, definition_line(func.span)) for func in module.kernels)
     ir = module
     for entry in PASSES:
         if not entry.condition.holds(options):
             continue
-        ir = entry.run(ir)
+        observer = REMARK_OBSERVERS.get(entry.name) if remarks is not None else None
+        noted = observer[0](ir, remarks) if observer else None
+        ir = entry.run(ir, remarks=remarks) if entry.remarks and remarks is not None else entry.run(ir)
+        if observer:
+            observer[1](ir, noted, remarks)
         if entry.stage == KIR:
             verify_module(ir)
         elif verify_physical is not None:

@@ -11,6 +11,9 @@ vectorised one), the two are one ``parallel`` loop over ``B * T`` points, each r
 are the same and independent (P1), so every result is unchanged; the row-major order of
 the flattened points keeps ``--sanitize=order``'s increasing and decreasing runs. A nest
 with more than 2^63 - 1 points fails with ``INTENT_E_DOMAIN`` instead of wrapping.
+
+With a remark sink it says which nests were collapsed, and for a parallel loop over points
+whose inner point loop stays inside each task, why.
 """
 from __future__ import annotations
 
@@ -24,36 +27,40 @@ from intentc.lower.names import NameSupply
 _MAX = 2 ** 63 - 1
 
 
-def run(program: P.Program) -> P.Program:
+def run(program: P.Program, remarks=None) -> P.Program:
     kernels = []
     for kernel in program.kernels:
         names = NameSupply.of_kernel(kernel)
-        kernels.append(replace(kernel, body=_stmts(kernel.body, names, kernel.name)))
+        kernels.append(replace(kernel, body=_stmts(kernel.body, names, kernel.name, remarks)))
     return replace(program, kernels=tuple(kernels))
 
 
-def _stmts(stmts, names: NameSupply, kernel: str) -> tuple:
+def _stmts(stmts, names: NameSupply, kernel: str, remarks=None) -> tuple:
     out: list[P.Stmt] = []
     for s in stmts:
         if isinstance(s, P.Loop) and s.kind == "parallel" and s.grain is None:
-            out.extend(_collapse(s, names, kernel))
+            out.extend(_collapse(s, names, kernel, remarks))
         elif isinstance(s, P.Loop):
-            out.append(replace(s, body=_stmts(s.body, names, kernel)))
+            out.append(replace(s, body=_stmts(s.body, names, kernel, remarks)))
         elif isinstance(s, P.If):
-            out.append(replace(s, then=_stmts(s.then, names, kernel), orelse=_stmts(s.orelse, names, kernel)))
+            out.append(replace(s, then=_stmts(s.then, names, kernel, remarks),
+                               orelse=_stmts(s.orelse, names, kernel, remarks)))
         elif isinstance(s, P.While):
-            out.append(replace(s, cond_body=_stmts(s.cond_body, names, kernel), body=_stmts(s.body, names, kernel)))
+            out.append(replace(s, cond_body=_stmts(s.cond_body, names, kernel, remarks),
+                               body=_stmts(s.body, names, kernel, remarks)))
         else:
             out.append(s)
     return tuple(out)
 
 
-def _collapse(loop: P.Loop, names: NameSupply, kernel: str) -> list[P.Stmt]:
+def _collapse(loop: P.Loop, names: NameSupply, kernel: str, remarks=None) -> list[P.Stmt]:
     """The statements that replace ``loop``: hoisted invariants, checks, the collapsed loop."""
     before: list[P.Stmt] = []
     while True:
         parts = _split(loop)
-        if parts is None:
+        if isinstance(parts, str):
+            if remarks is not None:
+                _remark_kept(loop, parts, kernel, remarks)
             return before + [loop]
         hoisted, inside, inner = parts
         before += hoisted
@@ -70,19 +77,21 @@ def _collapse(loop: P.Loop, names: NameSupply, kernel: str) -> list[P.Stmt]:
         body = (P.Assign(loop.var, P.Binary(INDEX, "floordiv", P.read(flat), inner_count)),
                 P.Assign(inner.var, P.Binary(INDEX, "mod", P.read(flat), inner_count)),
                 *inside, *inner.body)
+        if remarks is not None:
+            _remark_collapsed(loop, inner, flat, kernel, remarks)
         loop = P.Loop(flat, count, body, "parallel", None)
 
 
 def _split(loop: P.Loop):
     """(hoisted assignments, assignments that stay, the point loop) when ``loop`` is a heavy
-    collapsible nest, else None."""
+    collapsible nest, else why not (a remark's reason; "" when there is no point loop)."""
     *prefix, last = loop.body or (None,)
     if not isinstance(last, P.Loop) or last.kind != "point" or last.grain is not None:
-        return None
+        return ""
     if not any(isinstance(s, (P.Loop, P.While)) for s in P.walk_stmts(last.body)):
-        return None  # light points: the inner loop is the one to vectorise
+        return "its points are light (no loop inside them): the inner point loop is the one to vectorise"
     if not all(isinstance(s, P.Assign) for s in prefix):
-        return None
+        return "the outer point's body does more than compute values before the inner points"
     assigned = {s.var.name for s in P.walk_stmts(loop.body) if isinstance(s, (P.Assign, P.Loop))}
     assignments = Counter(s.var.name for s in P.walk_stmts(loop.body) if isinstance(s, P.Assign))
     varying = {loop.var.name}
@@ -90,17 +99,40 @@ def _split(loop: P.Loop):
     for s in prefix:
         reads = _reads(s.value)
         if _loads(s.value):
-            return None
+            return "a value the inner points need is loaded from memory before them"
         if reads & varying or assignments[s.var.name] > 1:
             varying.add(s.var.name)
             inside.append(s)
         else:
             hoisted.append(s)
     if _reads(last.count) & (varying | (assigned - {h.var.name for h in hoisted})) or _loads(last.count):
-        return None
+        return "the inner points' count depends on the outer point (a ragged or triangular nest)"
     if _reads(loop.count) & assigned:
-        return None
+        return "the outer count is computed inside the nest"
     return hoisted, inside, last
+
+
+def _remark_collapsed(loop: P.Loop, inner: P.Loop, flat: P.Var, kernel: str, remarks) -> None:
+    outer_origin, inner_origin = remarks.origin(kernel, loop.var.name), remarks.origin(kernel, inner.var.name)
+    if outer_origin is None:
+        return
+    names = outer_origin.names + (inner_origin.names if inner_origin is not None else ())
+    remarks.origins[(kernel, flat.name)] = replace(outer_origin, names=names)
+    remarks.add("applied", "collapse_point_nests", kernel, outer_origin.span,
+                f"collapsed: the points over ({', '.join(names)}) are one parallel loop, so that a small outer "
+                f"extent still spreads over threads (each point holds a loop)")
+
+
+def _remark_kept(loop: P.Loop, reason: str, kernel: str, remarks) -> None:
+    inner = loop.body[-1] if loop.body and isinstance(loop.body[-1], P.Loop) else None
+    origin = remarks.origin(kernel, loop.var.name)
+    if not reason or inner is None or origin is None:
+        return
+    inner_origin = remarks.origin(kernel, inner.var.name)
+    inner_names = ", ".join(inner_origin.names) if inner_origin is not None and inner_origin.names else "the inner axis"
+    remarks.add("analysis" if reason.startswith("its points are light") else "missed", "collapse_point_nests", kernel,
+                origin.span, f"not collapsed: the points over {inner_names} run inside each task of "
+                             f"{origin.describe()}: {reason}")
 
 
 def _reads(e: P.Expr) -> set[str]:

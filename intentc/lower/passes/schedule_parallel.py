@@ -9,6 +9,10 @@ variable's largest value, and one known only inside the point counts ``UNKNOWN_T
 points whose work is ordered loops are still spread over threads. A grain set earlier (e.g. 1 for loops over blocks)
 is kept. The grain never depends on the thread count, so the work each task does, and
 therefore every result, is the same for any ``INTENT_NUM_THREADS`` (P5).
+
+With a remark sink it says, for each parallel loop, over what it is threaded and in tasks of
+how many points (or why it is one task), and for each ordered loop outside one that it is not
+threaded and what it carries.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from dataclasses import replace
 
 from intentc.kir.types import INDEX
 from intentc.lower import program as P
+from intentc.lower.remark_terms import Terms
 
 POINTS_PER_TASK = 1 << 15
 # The trips assumed for a nested loop whose count is known only inside the point (a loop over
@@ -24,8 +29,11 @@ POINTS_PER_TASK = 1 << 15
 UNKNOWN_TRIPS = 64
 
 
-def run(program: P.Program) -> P.Program:
+def run(program: P.Program, remarks=None) -> P.Program:
     kernels = tuple(replace(k, body=_stmts(k.body)) for k in program.kernels)
+    if remarks is not None:
+        for kernel in kernels:
+            _remark_kernel(kernel, remarks)
     return replace(program, kernels=kernels)
 
 
@@ -98,3 +106,68 @@ def _known_outside(e: P.Expr, assigned: set, defs: dict) -> P.Expr | None:
     if loads or any(v in assigned and v not in defs for v in reads):
         return None
     return P.map_expr(e, lambda x: defs[x.var] if isinstance(x, P.Read) and x.var in defs else x)
+
+
+# ---- remarks ----------------------------------------------------------------------------------
+def _remark_kernel(kernel: P.Kernel, remarks) -> None:
+    terms = Terms(kernel, remarks.user_names.get(kernel.name, set()))
+
+    def visit(stmts, inside_parallel: bool):
+        for s in stmts:
+            if isinstance(s, P.Loop) and s.kind == "parallel":
+                _remark_parallel(kernel, s, terms, remarks)
+            elif isinstance(s, P.Loop) and s.kind == "serial" and not inside_parallel:
+                origin = remarks.origin(kernel.name, s.var.name)
+                if origin is not None and origin.construct == "for":
+                    carried = f"; it carries {', '.join(origin.carries)} from one iteration to the next" \
+                        if origin.carries else ""
+                    remarks.add("missed", "schedule_parallel", kernel.name, origin.span,
+                                f"not threaded: {origin.describe()} runs its iterations one after the other "
+                                f"(O2){carried}; an I.parallel loop inside it is threaded per iteration")
+            for block in P.stmt_blocks(s):
+                visit(block, inside_parallel or (isinstance(s, P.Loop) and s.kind in ("parallel", "point")))
+
+    visit(kernel.body, False)
+
+
+def _remark_parallel(kernel: P.Kernel, loop: P.Loop, terms: Terms, remarks) -> None:
+    origin = remarks.origin(kernel.name, loop.var.name)
+    what = origin.describe() if origin is not None else "a parallel loop the compiler made"
+    span = origin.span if origin is not None else None
+    count_text = terms.text(loop.count, count=True)
+    points = f"its {count_text} points" if count_text else "its points"
+    count, grain = terms.value(loop.count), terms.value(loop.grain)
+    inner = _inner_points(loop.body, loop_var=loop.var)
+    inner_value, inner_text = terms.value(inner), terms.text(inner, count=True)
+    work = "" if inner_value == 1 else \
+        f" (a point's work is estimated at {inner_text or 'a run-time number of'} inner iterations, from the loops " \
+        f"nested in it; a count known only inside a point counts {UNKNOWN_TRIPS})"
+    if grain is not None and count is not None:
+        tasks = -(-count // grain) if count > 0 else 0
+        if tasks <= 1:
+            remarks.add("missed", "schedule_parallel", kernel.name, span,
+                        f"not threaded: {what} has {count} point{'s' if count != 1 else ''}, which is one task "
+                        f"of up to {grain} points{work}; a task is about {POINTS_PER_TASK} points of work")
+        else:
+            remarks.add("applied", "schedule_parallel", kernel.name, span,
+                        f"threaded: {what} runs its {count} points as {tasks} thread tasks of {grain} points{work}")
+        return
+    if grain is not None:
+        per_task = ", one per task (each point is a block of work)" if grain == 1 else \
+            f" in tasks of {grain} points{work}"
+        single = "" if grain == 1 else \
+            f"; while {count_text or 'their number'} <= {grain} it is one task, run by one thread"
+        remarks.add("applied", "schedule_parallel", kernel.name, span,
+                    f"threaded: {what} runs {points}{per_task}{single}")
+        return
+    grain_text = terms.text(loop.grain, count=True)
+    if count is not None and count > 0 and inner_text:
+        single = f"; while {inner_text} <= {POINTS_PER_TASK // count} its {count} points are one task, run by one " \
+                 f"thread (their estimated work is below a task's {POINTS_PER_TASK})"
+    elif count_text and inner_text:
+        single = f"; while {count_text} * ({inner_text}) <= {POINTS_PER_TASK} it is one task, run by one thread"
+    else:
+        single = ""
+    remarks.add("applied", "schedule_parallel", kernel.name, span,
+                f"threaded: {what} runs {points} in tasks of {grain_text or 'a run-time number of'} points{work}"
+                f"{single}")

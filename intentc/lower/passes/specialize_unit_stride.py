@@ -4,7 +4,8 @@ Before: element offsets multiply every index by a run-time stride.
 After: each top-level ``parallel`` loop that accesses tensors is wrapped in
 ``if all(innermost stride == 1): <copy with those strides as the constant 1> else:
 <original>``. The fast copy has provably contiguous inner accesses, which LLVM's loop
-vectoriser needs; strided views keep working through the general copy.
+vectoriser needs; strided views keep working through the general copy. With a remark sink it
+says which tensors' strides choose between the copies.
 """
 from __future__ import annotations
 
@@ -14,24 +15,37 @@ from intentc.kir.types import BOOL, INDEX
 from intentc.lower import program as P
 
 
-def run(program: P.Program) -> P.Program:
-    return replace(program, kernels=tuple(replace(k, body=_stmts(k.body)) for k in program.kernels))
+def run(program: P.Program, remarks=None) -> P.Program:
+    kernels = tuple(replace(k, body=_stmts(k.body, lambda loop: _remark(k.name, loop, remarks) if remarks else None))
+                    for k in program.kernels)
+    return replace(program, kernels=kernels)
 
 
-def _stmts(stmts) -> tuple:
+def _stmts(stmts, on_version) -> tuple:
     out = []
     for s in stmts:
         if isinstance(s, P.Loop) and s.kind == "parallel":
+            on_version(s)
             out.append(_version(s))
         elif isinstance(s, P.If):
-            out.append(replace(s, then=_stmts(s.then), orelse=_stmts(s.orelse)))
+            out.append(replace(s, then=_stmts(s.then, on_version), orelse=_stmts(s.orelse, on_version)))
         elif isinstance(s, P.Loop):
-            out.append(replace(s, body=_stmts(s.body)))
+            out.append(replace(s, body=_stmts(s.body, on_version)))
         elif isinstance(s, P.While):
-            out.append(replace(s, cond_body=_stmts(s.cond_body), body=_stmts(s.body)))
+            out.append(replace(s, cond_body=_stmts(s.cond_body, on_version), body=_stmts(s.body, on_version)))
         else:
             out.append(s)
     return tuple(out)
+
+
+def _remark(kernel: str, loop: P.Loop, remarks) -> None:
+    origin = remarks.origin(kernel, loop.var.name)
+    checked = sorted({t.name for t in _tensors(loop) if t.rank > 0 and t.storage != "heap"})
+    if origin is None or not checked:
+        return
+    remarks.add("applied", "specialize_unit_stride", kernel, origin.span,
+                f"versioned: {origin.describe()} has a contiguous copy, run when {', '.join(checked)} "
+                f"{'has' if len(checked) == 1 else 'have'} stride 1 on the last axis, and a strided copy otherwise")
 
 
 def _version(loop: P.Loop) -> P.Stmt:

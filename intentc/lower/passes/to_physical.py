@@ -15,6 +15,9 @@ After: a ``program.Kernel`` per KIR kernel in which
 - element accesses compute ``offset = sum(index_k * stride_k)`` and, on axes not proven
   in bounds, check ``0 <= index_k < extent_k`` first (D5: never clamped);
 - ``assert_eq`` and ``bcast_extent`` become checks with messages naming the values (S1, S3).
+
+With a remark sink it records where each loop comes from (``remarks.LoopOrigin``: the source
+construct's span and the user's names of its points), for the physical passes' remarks.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from intentc.kir.core import Block, Function, Module, Op, Value
 from intentc.kir.types import BOOL, DTYPES, INDEX, TensorType
 from intentc.lower import program as P
 from intentc.lower.names import NameSupply
+from intentc.lower.remarks import loop_origin
 
 ATOMIC_OPS = ("atomic_rmw", "atomic_cas", "atomic_load", "atomic_store")
 
@@ -33,13 +37,14 @@ _PURE_EXPR = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max"
               *math_catalog.NEW_BINARY}
 
 
-def run(module: Module) -> P.Program:
-    return P.Program(module.name, tuple(_KernelLowering(func).run() for func in module.kernels))
+def run(module: Module, remarks=None) -> P.Program:
+    return P.Program(module.name, tuple(_KernelLowering(func, remarks).run() for func in module.kernels))
 
 
 class _KernelLowering:
-    def __init__(self, func: Function):
+    def __init__(self, func: Function, remarks=None):
         self.func = func
+        self.remarks = remarks
         self.vars: dict[int, P.Var] = {}
         self.tensors: dict[int, P.TensorSym] = {}
         self.domains: dict[int, tuple[P.Expr, P.Expr, P.Expr, P.Expr]] = {}
@@ -52,11 +57,18 @@ class _KernelLowering:
 
     def var(self, value: Value) -> P.Var:
         if id(value) not in self.vars:
-            self.vars[id(value)] = self.fresh(value.hint, value.type)
+            var = self.vars[id(value)] = self.fresh(value.hint, value.type)
+            if self.remarks is not None and var.name == value.hint:  # remarks may show it if the user wrote it
+                self.remarks.note_name(self.func, var.name)
         return self.vars[id(value)]
 
     def read(self, value: Value) -> P.Expr:
         return P.read(self.var(value))
+
+    def note_loop(self, ordinal: P.Var, op: Op, point: Value | None = None) -> None:
+        """Record the source of the loop over ``ordinal`` that ``op`` makes (remarks only)."""
+        if self.remarks is not None:
+            self.remarks.origins[(self.func.name, ordinal.name)] = loop_origin(op, point)
 
     def where(self, op: Op) -> str:
         if op.span is None:
@@ -172,6 +184,8 @@ class _KernelLowering:
         results = tuple(self.var(r) for r in op.results)
         attrs = tuple((key, _frozen(value)) for key, value in op.attrs.items())
         combine = _lane_combine(op.regions[0]) if op.name == "lane_chains" else None
+        if self.remarks is not None:  # the loops its expansion makes come from this op (in program order)
+            self.remarks.tile_origins.setdefault(self.func.name, []).append(loop_origin(op))
         return P.TileNest(op.name, tensors, scalars, results, attrs, combine)
 
     # -- relations ---------------------------------------------------------------------------
@@ -292,6 +306,7 @@ class _KernelLowering:
         for arg, var in zip(body.args[1:], carries):
             self.vars[id(arg)] = var
         ordinal = self.fresh("t", INDEX)
+        self.note_loop(ordinal, op, body.args[0])
         point = self.point(body.args[0], domain, ordinal)
         stmts = [point] + self.block(body) + self.yields(body, carries)
         begin, end, step, length = self.domains[id(domain)]
@@ -344,6 +359,7 @@ class _KernelLowering:
         try:
             if op.attrs.get("reassoc"):
                 t = self.fresh("t", INDEX)
+                self.note_loop(t, op)
                 out = [P.Assign(a, v) for a, v in zip(accs, identity)]
                 out.append(P.Loop(t, count, tuple(step(accs, P.read(t))), "serial"))
                 return out
@@ -356,12 +372,14 @@ class _KernelLowering:
                                   P.Const(INDEX, CHAIN_SKEW))
             out.append(P.Assign(chunk, P.Binary(INDEX, "max", chunk_size, P.Const(INDEX, 0))))
             t = self.fresh("t", INDEX)
+            self.note_loop(t, op)
             body = []
             for j, chain in enumerate(chains):
                 at = P.Binary(INDEX, "add", P.Binary(INDEX, "mul", P.Const(INDEX, j), P.read(chunk)), P.read(t))
                 body += step(chain, at)
             out.append(P.Loop(t, P.read(chunk), tuple(body), "serial"))
             tail = self.fresh("t", INDEX)
+            self.note_loop(tail, op)
             start = P.Binary(INDEX, "mul", P.read(chunk), P.Const(INDEX, FOLD_CHAINS))
             out.append(P.Loop(tail, P.Binary(INDEX, "sub", count, start),
                               tuple(step(chains[-1], P.Binary(INDEX, "add", start, P.read(tail)))), "serial"))
@@ -384,6 +402,8 @@ class _KernelLowering:
         finally:
             self.parallel_depth -= 1
         ordinals = [self.fresh(f"t_{arg.hint or 'p'}", INDEX) for arg in body.args]
+        for ordinal, arg in zip(ordinals, body.args):
+            self.note_loop(ordinal, op, arg)
         stmts = tuple(inner)
         for depth in reversed(range(len(op.operands))):
             domain = op.operands[depth]
