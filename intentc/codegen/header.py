@@ -32,7 +32,11 @@ def render_header(manifest: dict, guard_name: str) -> str:
     for kernel in manifest["kernels"]:
         args, docs = [], []
         for p in kernel["params"]:
-            if p["kind"] == "scalar":
+            if p["kind"] == "scalar" and p.get("result"):
+                args.append(f"{c_scalar_type(DTYPES[p['dtype']])} *{p['name']}")
+                docs.append(f" *   {p['name']}: {p['dtype']} scalar result, written by the kernel only when it "
+                            "returns 0")
+            elif p["kind"] == "scalar":
                 args.append(f"{c_scalar_type(DTYPES[p['dtype']])} {p['name']}")
                 docs.append(f" *   {p['name']}: {p['dtype']} scalar")
             else:

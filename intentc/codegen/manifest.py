@@ -18,7 +18,10 @@ def module_manifest(module: Module, source_name: str) -> dict:
     for func in module.kernels:
         params = []
         for param, arg in zip(func.params, func.args):
-            if isinstance(arg.type, TensorType):
+            if param.result and isinstance(arg.type, TensorType) and arg.type.rank == 0:
+                # A scalar result: a pointer to one element in C, written on success (docs/abi.md).
+                params.append({"name": param.name, "kind": "scalar", "dtype": str(arg.type.dtype), "result": True})
+            elif isinstance(arg.type, TensorType):
                 code, bits = dlpack_dtype(arg.type.dtype)
                 params.append({"name": param.name, "kind": "tensor", "dtype": str(arg.type.dtype),
                                "dlpack": [code, bits], "rank": arg.type.rank,

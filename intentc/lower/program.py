@@ -307,6 +307,13 @@ class Kernel:
     manifest: dict = field(default_factory=dict, compare=False)
 
 
+def scalar_results(kernel: Kernel) -> set[str]:
+    """The kernel's scalar results: rank-0 result parameters (a kernel cannot declare a rank-0
+    tensor result), passed in C as a pointer to one element and written on success."""
+    ranks = {p.name: p.rank for p in kernel.params if isinstance(p, TensorSym)}
+    return {name for name in kernel.result_params if ranks.get(name) == 0}
+
+
 @dataclass(frozen=True)
 class Program:
     module: str

@@ -1,8 +1,8 @@
 """Signatures: the parameter and result types every function declares (S1, R4).
 
 A kernel takes scalars and tensors (``mut`` tensors are written in place) and returns
-tensors whose extents are named after parameter extents, so the caller can size them
-(S1); a helper (``@intent.fn``) may take tuples and never a ``mut`` parameter (R4).
+scalars and tensors whose extents are expressions of parameter extents and integer scalar
+parameters, so the caller can size them (S1); a helper (``@intent.fn``) may take tuples and never a ``mut`` parameter (R4).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from intentc.diagnostics import error
 from intentc.kir.extents import is_expression
 from intentc.kir.extents import names as extent_names
-from intentc.kir.types import TensorType
+from intentc.kir.types import DType, TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import Annotated, annotation, result_annotations
 from intentc.sema.c_names import check_exported_names
@@ -70,19 +70,18 @@ def signature(fn: ast.FunctionDef) -> Signature:
                             f"header, the manifest and out= call '{param.name}'", param.span,
                             hint="rename the parameter, e.g. to 'dst'")
     if fn.kind == "kernel":
+        known = _plain_extents(params) | set(extent_scalars(fn, params))
         for ann, expr in zip(results, _result_exprs(fn.returns)):
             if not isinstance(ann.type, TensorType):
-                raise error(f"kernel '{fn.name}' declares the scalar result {ann.type}, but a kernel returns "
-                            "tensors only", expr.span,
-                            hint=f"return a tensor such as {ann.type}[1], or write into a 'mut' parameter")
-            known = _plain_extents(params)
+                continue  # a scalar result: one trailing pointer in C, a NumPy scalar in Python (docs/abi.md)
             for extent in ann.extents:
                 unknown = [n for n in extent_names(extent) if n not in known] if isinstance(extent, str) else []
                 if unknown:
                     named = ", ".join(sorted(known)) or "none"
-                    raise error(f"result extent '{unknown[0]}' is not an extent of any parameter", expr.span, rule="S1",
-                                hint="name result extents after parameter extents so the caller can size them "
-                                     f"(parameter extents: {named}), or use an integer literal")
+                    raise error(f"result extent '{unknown[0]}' is neither an extent of a parameter nor an integer "
+                                "scalar parameter", expr.span, rule="S1",
+                                hint="write result extents with parameter extents and integer or index scalar "
+                                     f"parameters so the caller can size them (here: {named}), or integer literals")
     return Signature(fn.name, fn.kind, tuple(params), tuple(names), tuple(results), fn.name_span)
 
 
@@ -90,6 +89,13 @@ def _result_exprs(expr):
     if expr is None:
         return []
     return list(expr.elts) if isinstance(expr, ast.TupleExpr) else [expr]
+
+
+def extent_scalars(fn: ast.FunctionDef, params) -> dict[str, DType]:
+    """The integer and ``index`` scalar parameters by name: a result extent may use them
+    (``-> i64[b - a]``), evaluated on entry before anything is written (S1)."""
+    return {p.name: ann.type for p, ann in zip(fn.params, params)
+            if isinstance(ann.type, DType) and ann.type.kind in ("int", "uint", "index")}
 
 
 def _plain_extents(params) -> set[str]:

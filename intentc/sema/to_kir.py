@@ -226,7 +226,15 @@ class FunctionBuilder(ExpressionBuilder):
         if isinstance(extent, int):
             return extent
         if not is_expression(extent):
-            return self.named_extents[extent][0]
+            return self.extent_name_value(extent, span)
         return build_extent(
-            extent, lambda name: self.named_extents[name][0], lambda c: self.const(c, INDEX, span),
+            extent, lambda name: self.extent_name_value(name, span), lambda c: self.const(c, INDEX, span),
             lambda op, a, b: self.emit(op, [a, b], [INDEX], span=span).result)
+
+    def extent_name_value(self, name: str, span) -> Value:
+        """A name in a result extent: a parameter extent, or an integer scalar parameter as an
+        index (``-> i64[b - a]``, S1)."""
+        if name in self.named_extents:
+            return self.named_extents[name][0]
+        value = self.scope[name]
+        return value if value.type == INDEX else self.emit("cast", [value], [INDEX], span=span).result
