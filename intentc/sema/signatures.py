@@ -76,6 +76,11 @@ def signature(fn: ast.FunctionDef) -> Signature:
                 continue  # a scalar result: one trailing pointer in C, a NumPy scalar in Python (docs/abi.md)
             for extent in ann.extents:
                 unknown = [n for n in extent_names(extent) if n not in known] if isinstance(extent, str) else []
+                scalar = next((a.type for q, a in zip(fn.params, params) if unknown and q.name == unknown[0]), None)
+                if scalar is not None:
+                    raise error(f"result extent '{unknown[0]}' names a scalar parameter of dtype {scalar}, but extents are "
+                                "integers",
+                                expr.span, rule="S1", hint=f"declare it as an integer, e.g. `{unknown[0]}: index`")
                 if unknown:
                     named = ", ".join(sorted(known)) or "none"
                     raise error(f"result extent '{unknown[0]}' is neither an extent of a parameter nor an integer "
