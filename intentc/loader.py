@@ -71,10 +71,12 @@ class Kernel:
 
     def signature(self) -> str:
         def show(p):
+            default = f" = {p.default[0]!r}" if p.default else ""
             if p.kind == "scalar":
-                return f"{p.name}: {p.dtype}"
+                return f"{p.name}: {p.dtype}{default}"
             mut = "mut " if p.mutable else ""
-            return f"{p.name}: {mut}{p.dtype}[{', '.join(str(e) for e in p.extents)}]"
+            optional = " | None" if p.optional else ""
+            return f"{p.name}: {mut}{p.dtype}[{', '.join(str(e) for e in p.extents)}]{optional}{default}"
 
         results = ", ".join(p.dtype if p.kind == "scalar" else f"{p.dtype}[{', '.join(str(e) for e in p.extents)}]"
                             for p in self.results)
@@ -109,6 +111,9 @@ class Kernel:
                 call_args.append(_SCALAR_CTYPES[p.dtype](scalar_value(values[p.name], p, self.name)))
                 continue
             array = outs[p.name] if p.result else arrays[p.name]
+            if array is None:  # an absent optional tensor: a NULL descriptor
+                call_args.append(None)
+                continue
             check_tensor_argument(array, p, self.name)
             descriptor = _descriptor(array, p.name, keep)
             call_args.append(ctypes.byref(descriptor))
@@ -124,15 +129,16 @@ class Kernel:
     def _check_packed(self, values: dict, arrays: dict, outs: dict) -> None:
         """The runtime's entry checks on the caller's arrays, for a kernel whose f4e2m1
         arguments travel as packed copies (the runtime sees only the copies)."""
-        bound = {p.name: outs[p.name] if p.result else arrays[p.name] for p in self.params if p.kind == "tensor"}
+        bound = {p.name: outs[p.name] if p.result else arrays[p.name] for p in self.params
+                 if p.kind == "tensor" and (p.result or arrays[p.name] is not None)}
         for p in self.params:
             if p.kind == "scalar" and p.result:
                 continue
             if p.kind == "scalar":
                 scalar_value(values[p.name], p, self.name)
-            else:
+            elif p.name in bound:
                 check_tensor_argument(bound[p.name], p, self.name)
-        tensors = [(p, bound[p.name]) for p in self.params if p.kind == "tensor"]
+        tensors = [(p, bound[p.name]) for p in self.params if p.kind == "tensor" and p.name in bound]
         for p, array in tensors:
             check_entry_tensor(self.name, p, array)
         check_extent_expressions(self.name, self.params, bound, values)

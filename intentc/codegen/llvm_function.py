@@ -103,17 +103,33 @@ class FunctionEmitter(StatementEmitter, ExpressionEmitter, ArithmeticEmitter):
                 self.data[param.name] = slot
                 self.scalar_results.append((slot, arg, param.dtype))
         views = {}
+        optional = {p["name"] for p in (abi or {}).get("params", []) if p.get("optional")}
         for param, arg in tensors:
             data_slot = self.entry_alloca(PTR, f"{param.name}.data")
             rank = max(1, param.rank)
             shape = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.shape")
             strides = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.strides")
             code, bits = dlpack_dtype(param.dtype)
-            rc = b.call(self.mod.check_tensor, [
-                arg, kname, self.mod.cstring(param.name), ir.Constant(I32, param.rank), ir.Constant(I8, code),
-                ir.Constant(I8, bits), ir.Constant(I32, int(param.writable)), data_slot, shape, strides])
-            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
-                b.ret(rc)
+
+            def check(param=param, arg=arg, data_slot=data_slot, shape=shape, strides=strides, code=code, bits=bits):
+                rc = b.call(self.mod.check_tensor, [
+                    arg, kname, self.mod.cstring(param.name), ir.Constant(I32, param.rank), ir.Constant(I8, code),
+                    ir.Constant(I8, bits), ir.Constant(I32, int(param.writable)), data_slot, shape, strides])
+                with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+                    b.ret(rc)
+
+            if param.name in optional:  # a NULL descriptor: absent, no data, extents 0 (never checked)
+                absent = b.icmp_unsigned("==", arg, ir.Constant(PTR, None))
+                with b.if_else(absent) as (then, otherwise):
+                    with then:
+                        b.store(ir.Constant(PTR, None), data_slot)
+                        b.store(ir.Constant(ir.ArrayType(I64, rank), [0] * rank), shape)
+                        b.store(ir.Constant(ir.ArrayType(I64, rank), [0] * rank), strides)
+                    with otherwise:
+                        check()
+                self.fields[(param.name, "present", 0)] = b.select(absent, ir.Constant(I64, 0), ir.Constant(I64, 1))
+            else:
+                check()
             views[param.name] = (data_slot, shape, strides)
         if abi is not None:
             self._check_extent_expressions(kname, abi, views)
@@ -162,7 +178,7 @@ class FunctionEmitter(StatementEmitter, ExpressionEmitter, ArithmeticEmitter):
         params = abi.get("params", [])
         first: dict[str, tuple[str, int]] = {}
         for p in params:  # each name's value: the first tensor input naming it (S1)
-            if p.get("kind") == "tensor" and not p.get("result"):
+            if p.get("kind") == "tensor" and not p.get("result") and not p.get("optional"):
                 for axis, e in enumerate(p.get("extents", ())):
                     if isinstance(e, str) and e.isidentifier() and p["name"] in views:
                         first.setdefault(e, (p["name"], axis))

@@ -27,8 +27,12 @@ def module_manifest(module: Module, source_name: str) -> dict:
                                "dlpack": [code, bits], "rank": arg.type.rank,
                                "extents": list(param.extents), "mutable": param.mutable and not param.result,
                                "result": param.result})
+                if param.optional:  # may be a NULL descriptor (None in Python)
+                    params[-1]["optional"] = True
             else:
                 params.append({"name": param.name, "kind": "scalar", "dtype": str(arg.type)})
+            if param.default:  # what a Python caller who omits the argument passes
+                params[-1]["default"] = param.default[0]
         kernels.append({"name": func.name, "params": params})
     return {"abi_version": ABI_VERSION, "module": module.name, "source": source_name, "kernels": kernels}
 

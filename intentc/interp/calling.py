@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from intentc.base.status import E_SHAPE, KernelError
+from intentc.interp.core_ops import AbsentTensor
 from intentc.interp.memory import SanitizerError
 from intentc.interp.numeric import numpy_dtype
 from intentc.interp.structured import LawViolation
@@ -40,9 +41,10 @@ def parameters(func: Function) -> tuple[list[Parameter], list[Parameter]]:
     inputs = []
     for param, value in zip(func.params, func.args):
         if isinstance(value.type, TensorType):
-            inputs.append(Parameter(param.name, "tensor", value.type.dtype.name, tuple(param.extents), param.mutable))
+            inputs.append(Parameter(param.name, "tensor", value.type.dtype.name, tuple(param.extents), param.mutable,
+                                    optional=param.optional, default=param.default))
         else:
-            inputs.append(Parameter(param.name, "scalar", value.type.name))
+            inputs.append(Parameter(param.name, "scalar", value.type.name, default=param.default))
     count = len(func.result_types)
     results = [Parameter("out" if count == 1 else f"out{k}", "tensor", t.dtype.name, tuple(e), result=True)
                if isinstance(t, TensorType) else Parameter("out" if count == 1 else f"out{k}", "scalar", t.name,
@@ -75,9 +77,13 @@ class KernelCall:
                 bound[p.name] = _scalar_argument(values[p.name], DTYPES[p.dtype])
                 continue
             array = outs[p.name] if p.result else arrays[p.name]
+            if array is None:  # an absent optional tensor: nothing to check, ``present`` is false
+                bound[p.name] = np.zeros((0,) * len(p.extents), numpy_dtype(DTYPES[p.dtype])).view(AbsentTensor)
+                continue
             calling.check_tensor_argument(array, p, name)
             bound[p.name] = array
-        tensors = [(p, bound[p.name]) for p in self.inputs + self.results if p.kind == "tensor"]
+        tensors = [(p, bound[p.name]) for p in self.inputs + self.results
+                   if p.kind == "tensor" and not isinstance(bound[p.name], AbsentTensor)]
         for p, array in tensors:  # what the runtime checks on entry, in its order
             calling.check_entry_tensor(name, p, array)
         calling.check_extent_expressions(name, self.inputs + self.results, bound, values)

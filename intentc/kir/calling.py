@@ -61,6 +61,8 @@ class Parameter:
     extents: tuple = ()  # per axis: an int or an extent expression (tensors only)
     mutable: bool = False
     result: bool = False
+    optional: bool = False  # a tensor that may be absent: None in Python, a NULL descriptor in C
+    default: tuple = ()  # () or (what a call that omits the argument passes,)
 
     @property
     def written(self) -> bool:
@@ -69,7 +71,8 @@ class Parameter:
     @staticmethod
     def from_manifest(entry: dict) -> "Parameter":
         return Parameter(entry["name"], entry["kind"], entry["dtype"], tuple(entry.get("extents", ())),
-                         bool(entry.get("mutable")), bool(entry.get("result")))
+                         bool(entry.get("mutable")), bool(entry.get("result")), bool(entry.get("optional")),
+                         (entry["default"],) if "default" in entry else ())
 
 
 # ---- dtypes at the boundary ---------------------------------------------------------------------------
@@ -133,15 +136,20 @@ def bind_arguments(kernel: str, inputs: list[Parameter], args: tuple, kwargs: di
         if key in values or key not in names:
             raise TypeError(f"{kernel}() got an unexpected or repeated argument '{key}'")
         values[key] = value
+    for p in inputs:  # omitted arguments with a default (``eps: f32 = 1e-5``, ``bias: ... | None = None``)
+        if p.name not in values and p.default:
+            values[p.name] = p.default[0]
     missing = [p.name for p in inputs if p.name not in values]
     if missing:
         raise TypeError(f"{kernel}() is missing arguments: {', '.join(missing)}")
     return values
 
 
-def as_array(value, param: Parameter, kernel: str) -> np.ndarray:
+def as_array(value, param: Parameter, kernel: str) -> np.ndarray | None:
     """A tensor argument as a NumPy array (a view where the argument allows one; for a
-    written parameter always a view, or the call is refused)."""
+    written parameter always a view, or the call is refused); None for an absent optional one."""
+    if value is None and param.optional:
+        return None
     _check_host(value, param, kernel)
     if isinstance(value, np.ndarray):
         return value
@@ -193,7 +201,7 @@ def named_extents(inputs: list[Parameter], arrays: dict, values: dict | None = N
     may use (``-> i64[b - a]``)."""
     extents: dict = {}
     for p in inputs:
-        if p.kind == "tensor":
+        if p.kind == "tensor" and not p.optional:  # an optional tensor names no extent (it may be absent)
             array = arrays[p.name]
             for axis, name in enumerate(p.extents):
                 if isinstance(name, str) and axis < array.ndim:

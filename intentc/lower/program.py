@@ -155,8 +155,9 @@ class MulAdd(Expr):
 
 @dataclass(frozen=True)
 class Field(Expr):
-    """A tensor's extent (``shape``) or element stride (``stride``) on one axis (index), or
-    the address of its first element in bytes (``address``, axis 0)."""
+    """A tensor's extent (``shape``) or element stride (``stride``) on one axis (index), the
+    address of its first element in bytes (``address``, axis 0), or 1 when an optional tensor
+    parameter was given and 0 when its descriptor was NULL (``present``, axis 0)."""
 
     tensor: TensorSym
     kind: str

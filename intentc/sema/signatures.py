@@ -15,6 +15,7 @@ from intentc.kir.types import DType, TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import Annotated, annotation, result_annotations
 from intentc.sema.c_names import check_exported_names
+from intentc.sema.optional_params import check_defaults, check_optional_extents
 from intentc.source import Span
 
 
@@ -28,6 +29,7 @@ class Signature:
     param_names: tuple[str, ...]
     results: tuple[Annotated, ...]
     span: Span  # the function's name
+    defaults: tuple[tuple, ...] = ()  # per parameter: () or (its default value,), None for an optional tensor
 
 
 def check_imports(tree: ast.Module) -> None:
@@ -59,7 +61,9 @@ def signature(fn: ast.FunctionDef) -> Signature:
             raise error("helpers are pure: a @intent.fn cannot take a 'mut' parameter", param.span, rule="R4")
         params.append(ann)
         names.append(param.name)
+    defaults = check_defaults(fn, params)
     _check_extent_expressions(fn, params)
+    check_optional_extents(fn, params, _plain_extents(params))
     results = result_annotations(fn.returns)
     if fn.kind == "kernel" and results:
         # Returned tensors travel as trailing parameters named out (one) or out0, out1, ...
@@ -87,7 +91,7 @@ def signature(fn: ast.FunctionDef) -> Signature:
                                 "scalar parameter", expr.span, rule="S1",
                                 hint="write result extents with parameter extents and integer or index scalar "
                                      f"parameters so the caller can size them (here: {named}), or integer literals")
-    return Signature(fn.name, fn.kind, tuple(params), tuple(names), tuple(results), fn.name_span)
+    return Signature(fn.name, fn.kind, tuple(params), tuple(names), tuple(results), fn.name_span, defaults)
 
 
 def _result_exprs(expr):
@@ -104,8 +108,9 @@ def extent_scalars(fn: ast.FunctionDef, params) -> dict[str, DType]:
 
 
 def _plain_extents(params) -> set[str]:
-    """The extent names some parameter axis has by itself (they bind the name, S1)."""
-    items = [i for p in params for i in (p.items or (p,))]
+    """The extent names some parameter axis has by itself (they bind the name, S1); an
+    optional tensor binds none (it may be absent)."""
+    items = [i for p in params for i in (p.items or (p,)) if not p.optional]
     return {e for p in items for e in p.extents if isinstance(e, str) and not is_expression(e)}
 
 
