@@ -281,8 +281,11 @@ class Kernel:
         results = [p for p in params if p.result]
         values = calling.bind_arguments(self.name, inputs, args, {})
         arrays = {p.name: calling.as_array(values[p.name], p, self.name) for p in inputs if p.kind == "tensor"}
-        outs = calling.result_arrays(self.name, inputs, results, arrays, out)
+        outs = calling.result_arrays(self.name, inputs, results, arrays, out, values)
         for p in params:  # the loader's checks, then the runtime's, as for a CPU kernel
+            if p.kind == "scalar" and p.result:  # a 0-d host array, filled from its device buffer
+                values[p.name] = outs[p.name]
+                continue
             if p.kind == "scalar":
                 calling.scalar_value(values[p.name], p, self.name)
                 continue
@@ -291,7 +294,7 @@ class Kernel:
         tensors = [(p, values[p.name]) for p in params if p.kind == "tensor"]
         for p, array in tensors:
             calling.check_entry_tensor(self.name, p, array)
-        calling.check_extent_expressions(self.name, params, values)
+        calling.check_extent_expressions(self.name, params, values, values)
         calling.check_aliasing(self.name, tensors)  # inputs that overlap outputs travel as their own copies
         return Call(self, values)
 
@@ -316,8 +319,8 @@ class Call:
         self.device = {}  # tensor name -> (device data pointer, span low, span high)
         self.packed = {}  # f4e2m1 tensor name -> its packed host copy (intentc.loader._PackedF4)
         for p in kernel.spec["params"]:
-            if p["kind"] != "tensor":
-                continue
+            if p["kind"] != "tensor" and not p.get("result"):
+                continue  # scalar results travel like a one-element tensor (the manifest's scalar_results)
             array = values[p["name"]]
             if p["dtype"] == "f4e2m1" and array.size:  # packed two per byte on the device (kir/mx.py)
                 self.packed[p["name"]] = packed = _PackedF4(array, p["name"], [])
@@ -408,13 +411,12 @@ class Call:
                                  packed.packed.nbytes)
                 packed.write_back()
                 continue
-            if p["kind"] == "tensor" and (p.get("mutable") or p.get("result")):
+            if p.get("mutable") or p.get("result"):  # written tensors and scalar results
                 data, lo, hi = self.device[p["name"]]
                 if hi > lo:
                     array = self.values[p["name"]]
                     backend.download(array.__array_interface__["data"][0] + lo, data + lo, hi - lo)
-        results = [self.values[p["name"]] for p in self.kernel.results]
-        return None if not results else results[0] if len(results) == 1 else tuple(results)
+        return calling.returned([p for p in self.kernel.params if p.result], self.values)
 
     def release(self) -> None:
         for ptr in self.buffers:
