@@ -70,7 +70,7 @@ def signature(fn: ast.FunctionDef) -> Signature:
         reserved = {"out"} if len(results) == 1 else {f"out{k}" for k in range(len(results))}
         for param in fn.params:
             if param.name in reserved:
-                raise error(f"parameter '{param.name}' has the name of the kernel's returned tensor, which the C "
+                raise error(f"parameter '{param.name}' has the name of the kernel's returned value, which the C "
                             f"header, the manifest and out= call '{param.name}'", param.span,
                             hint="rename the parameter, e.g. to 'dst'")
     if fn.kind == "kernel":

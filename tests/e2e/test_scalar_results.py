@@ -170,3 +170,14 @@ def test_c_caller_passes_one_pointer_per_scalar(tmp_path):
                     "-o", str(tmp_path / "main"), "-pthread", "-lm"], check=True)
     lines = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout.splitlines()
     assert lines == ["dot 0 10", f"bad {E_SHAPE} -1", "sum_and_count 0 9 3", "scaled_and_norm 0 30 0.7303"]
+
+
+@pytest.mark.parametrize("sanitize", ["order", "laws"])
+def test_sanitized_builds_return_scalars(sanitize):
+    """A sanitized entry (the order sanitizer runs the body twice) snapshots the written
+    tensors only; the scalar result comes from the body that succeeded."""
+    kernels = intentc.load_source(SOURCE, sanitize=(sanitize,))
+    x = np.arange(6, dtype=np.float32)
+    assert kernels.dot(x, x) == np.float32(55.0)
+    scaled, total = kernels.scaled_and_norm(x)
+    assert total == 55.0 and scaled.shape == (6,)
