@@ -22,7 +22,7 @@ from pathlib import Path
 from intentc.base.status import KernelError
 from intentc.kir.calling import (Parameter, as_array, bind_arguments, check_aliasing, check_entry_tensor,
                                  check_extent_expressions, check_tensor_argument, dlpack_of, result_arrays,
-                                 scalar_value)
+                                 returned, scalar_value)
 from intentc.kir.mx import FORMATS as MX_FORMATS
 
 __all__ = ["load", "Module", "Kernel", "KernelError", "IntentTensor"]
@@ -64,19 +64,22 @@ class Kernel:
         self.packed = any(p.kind == "tensor" and p.dtype == "f4e2m1" for p in self.params)
         self.func = getattr(module.lib, spec.get("symbol", self.name))  # --prefix: PREFIX + name
         self.func.restype = ctypes.c_int32
-        self.func.argtypes = [ctypes.POINTER(IntentTensor) if p.kind == "tensor" else _SCALAR_CTYPES[p.dtype]
-                              for p in self.params]
+        self.func.argtypes = [ctypes.POINTER(IntentTensor) if p.kind == "tensor" else
+                              ctypes.c_void_p if p.result else _SCALAR_CTYPES[p.dtype] for p in self.params]
         self._fast = _FastCall(self) if not self.packed else None
         self.__doc__ = self.signature()
 
     def signature(self) -> str:
         def show(p):
+            default = f" = {p.default[0]!r}" if p.default else ""
             if p.kind == "scalar":
-                return f"{p.name}: {p.dtype}"
+                return f"{p.name}: {p.dtype}{default}"
             mut = "mut " if p.mutable else ""
-            return f"{p.name}: {mut}{p.dtype}[{', '.join(str(e) for e in p.extents)}]"
+            optional = " | None" if p.optional else ""
+            return f"{p.name}: {mut}{p.dtype}[{', '.join(str(e) for e in p.extents)}]{optional}{default}"
 
-        results = ", ".join(f"{p.dtype}[{', '.join(str(e) for e in p.extents)}]" for p in self.results)
+        results = ", ".join(p.dtype if p.kind == "scalar" else f"{p.dtype}[{', '.join(str(e) for e in p.extents)}]"
+                            for p in self.results)
         return f"{self.name}({', '.join(show(p) for p in self.inputs)})" + (f" -> {results}" if results else "")
 
     def __repr__(self) -> str:
@@ -95,16 +98,22 @@ class Kernel:
         """Any call: every argument the calling convention allows, with its checks here."""
         values = bind_arguments(self.name, self.inputs, args, kwargs)
         arrays = {p.name: as_array(values[p.name], p, self.name) for p in self.inputs if p.kind == "tensor"}
-        outs = result_arrays(self.name, self.inputs, self.results, arrays, out)
+        outs = result_arrays(self.name, self.inputs, self.results, arrays, out, values)
         if self.packed:
             self._check_packed(values, arrays, outs)
         keep = []
         call_args = []
         for p in self.params:
+            if p.kind == "scalar" and p.result:  # a pointer to its 0-d array, written on success
+                call_args.append(ctypes.c_void_p(outs[p.name].ctypes.data))
+                continue
             if p.kind == "scalar":
                 call_args.append(_SCALAR_CTYPES[p.dtype](scalar_value(values[p.name], p, self.name)))
                 continue
             array = outs[p.name] if p.result else arrays[p.name]
+            if array is None:  # an absent optional tensor: a NULL descriptor
+                call_args.append(None)
+                continue
             check_tensor_argument(array, p, self.name)
             descriptor = _descriptor(array, p.name, keep)
             call_args.append(ctypes.byref(descriptor))
@@ -114,25 +123,25 @@ class Kernel:
                 item.write_back()
         if code != 0:
             raise KernelError(code, self.module.last_error())
-        if not self.results:
-            return None
-        result = [outs[p.name] for p in self.results]
-        return result[0] if len(result) == 1 else tuple(result)
+        return returned(self.results, outs)
 
 
     def _check_packed(self, values: dict, arrays: dict, outs: dict) -> None:
         """The runtime's entry checks on the caller's arrays, for a kernel whose f4e2m1
         arguments travel as packed copies (the runtime sees only the copies)."""
-        bound = {p.name: outs[p.name] if p.result else arrays[p.name] for p in self.params if p.kind == "tensor"}
+        bound = {p.name: outs[p.name] if p.result else arrays[p.name] for p in self.params
+                 if p.kind == "tensor" and (p.result or arrays[p.name] is not None)}
         for p in self.params:
+            if p.kind == "scalar" and p.result:
+                continue
             if p.kind == "scalar":
                 scalar_value(values[p.name], p, self.name)
-            else:
+            elif p.name in bound:
                 check_tensor_argument(bound[p.name], p, self.name)
-        tensors = [(p, bound[p.name]) for p in self.params if p.kind == "tensor"]
+        tensors = [(p, bound[p.name]) for p in self.params if p.kind == "tensor" and p.name in bound]
         for p, array in tensors:
             check_entry_tensor(self.name, p, array)
-        check_extent_expressions(self.name, self.params, bound)
+        check_extent_expressions(self.name, self.params, bound, values)
         check_aliasing(self.name, tensors)  # the packed copies are the snapshots of overlapping inputs
 
 
@@ -166,13 +175,26 @@ class _FastCall:
 
         self.kernel = kernel
         self.arity = len(kernel.inputs)
-        self.results = len(kernel.results)
+        tensor_results = [p for p in kernel.results if p.kind == "tensor"]
+        self.results = len(tensor_results)
         self.ndarray = np.ndarray
+        self.empty = np.empty
         index = {p.name: i for i, p in enumerate(kernel.inputs)}
-        result_index = {p.name: i for i, p in enumerate(kernel.results)}
+        result_index = {p.name: i for i, p in enumerate(tensor_results)}
+        # Scalar results: a 0-d array each, made per call; what the call returns, in declared order.
+        try:
+            self.scalars = tuple(numpy_dtype(p.dtype) for p in kernel.results if p.kind == "scalar")
+        except ImportError:  # bf16 without ml_dtypes: the general path says so
+            self.scalars = None
+        scalar_index = {p.name: i for i, p in enumerate(p for p in kernel.results if p.kind == "scalar")}
+        self.order = tuple((p.kind == "scalar", scalar_index[p.name] if p.kind == "scalar" else result_index[p.name])
+                           for p in kernel.results)
         steps, argtypes = [], []
         for p in kernel.params:
-            if p.kind == "tensor":
+            if p.kind == "scalar" and p.result:
+                steps.append((None, True, scalar_index[p.name], None))
+                argtypes.append(ctypes.c_void_p)
+            elif p.kind == "tensor":
                 try:
                     dtype = numpy_dtype(p.dtype)
                 except ImportError:  # bf16 or MX without ml_dtypes: the general path says so
@@ -199,12 +221,17 @@ class _FastCall:
             return _SLOW
         else:
             outs = ()
+        if self.scalars is None:
+            return _SLOW
         ndarray, pointer = self.ndarray, _CAPSULE_POINTER
         values, capsules = [], []
         keep, add = capsules.append, values.append
+        scalars = [self.empty((), dtype) for dtype in self.scalars]
         try:
             for is_tensor, is_result, position, how in self.steps:
-                if is_tensor:
+                if is_tensor is None:  # a scalar result: its 0-d array's data pointer
+                    add(scalars[position].__array_interface__["data"][0])
+                elif is_tensor:
                     array = outs[position] if is_result else args[position]
                     if type(array) is not ndarray or array.dtype is not how:
                         return _SLOW
@@ -219,9 +246,12 @@ class _FastCall:
         del capsules  # the exports end after the call (their deleters run)
         if code != 0:
             raise KernelError(code, self.kernel.module.last_error())
-        if not self.results:
-            return None
-        return outs[0] if self.results == 1 else outs
+        if not scalars:
+            if not self.results:
+                return None
+            return outs[0] if self.results == 1 else outs
+        result = tuple(scalars[k][()] if is_scalar else outs[k] for is_scalar, k in self.order)
+        return result[0] if len(result) == 1 else result
 
 
 def _descriptor(array, name: str, keep: list) -> IntentTensor:

@@ -306,8 +306,12 @@ class Kernel:
         arrays = {p.name: self._tensor(values[p.name], p, self.name) for p in inputs if p.kind == "tensor"}
         on_device = any(isinstance(a, DeviceArray) for a in arrays.values())
         allocate = self._allocate_on_device if on_device else None
-        outs = calling.result_arrays(self.name, inputs, results, arrays, out, convert=self._tensor, allocate=allocate)
+        outs = calling.result_arrays(self.name, inputs, results, arrays, out, values, convert=self._tensor,
+                                     allocate=allocate)
         for p in params:  # the loader's checks, then the runtime's, as for a CPU kernel
+            if p.kind == "scalar" and p.result:  # a 0-d host array, filled from its device buffer
+                values[p.name] = outs[p.name]
+                continue
             if p.kind == "scalar":
                 calling.scalar_value(values[p.name], p, self.name)
                 continue
@@ -316,7 +320,7 @@ class Kernel:
         tensors = [(p, values[p.name]) for p in params if p.kind == "tensor"]
         for p, array in tensors:
             calling.check_entry_tensor(self.name, p, array)
-        calling.check_extent_expressions(self.name, params, values)
+        calling.check_extent_expressions(self.name, params, values, values)
         # Host arrays travel as their own copies, so they alias nothing on the device; device
         # arrays are used in place, so an input that overlaps an output is read from a copy.
         calling.check_aliasing(self.name, [(p, a) for p, a in tensors if not isinstance(a, DeviceArray)])
@@ -372,8 +376,8 @@ class Call:
         self.device = {}  # tensor name -> (device data pointer, span low, span high)
         self.packed = {}  # f4e2m1 tensor name -> its packed host copy (intentc.loader._PackedF4)
         for p in kernel.spec["params"]:
-            if p["kind"] != "tensor":
-                continue
+            if p["kind"] != "tensor" and not p.get("result"):
+                continue  # scalar results travel like a one-element tensor (the manifest's scalar_results)
             array = values[p["name"]]
             if isinstance(array, DeviceArray):
                 self.device[p["name"]] = self._device_argument(array, p["name"] in copied)
@@ -481,15 +485,14 @@ class Call:
                                  packed.packed.nbytes)
                 packed.write_back()
                 continue
-            if p["kind"] == "tensor" and isinstance(self.values[p["name"]], DeviceArray):
+            if isinstance(self.values[p["name"]], DeviceArray):
                 continue  # written in place on the device
-            if p["kind"] == "tensor" and (p.get("mutable") or p.get("result")):
+            if p.get("mutable") or p.get("result"):  # written tensors and scalar results
                 data, lo, hi = self.device[p["name"]]
                 if hi > lo:
                     array = self.values[p["name"]]
                     backend.download(array.__array_interface__["data"][0] + lo, data + lo, hi - lo)
-        results = [self.returned.get(p["name"], self.values[p["name"]]) for p in self.kernel.results]
-        return None if not results else results[0] if len(results) == 1 else tuple(results)
+        return calling.returned([p for p in self.kernel.params if p.result], {**self.values, **self.returned})
 
     def release(self) -> None:
         for ptr in self.buffers:

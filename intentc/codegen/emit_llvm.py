@@ -96,7 +96,9 @@ class ModuleEmitter:
             if "intent_snapshot_free" not in m.globals else m.globals["intent_snapshot_free"]
         func = ir.Function(m, increasing.function_type, kernel.name)
         b = ir.IRBuilder(func.append_basic_block("entry"))
-        written = [(p, a) for p, a in zip(kernel.params, func.args) if isinstance(p, P.TensorSym) and p.writable]
+        scalar_results = P.scalar_results(kernel)  # written by the body on success, not snapshotted
+        written = [(p, a) for p, a in zip(kernel.params, func.args)
+                   if isinstance(p, P.TensorSym) and p.writable and p.name not in scalar_results]
         n = ir.Constant(I32, len(written))
         tensors = b.alloca(ir.ArrayType(PTR, max(1, len(written))))
         names = b.alloca(ir.ArrayType(PTR, max(1, len(written))))

@@ -271,6 +271,9 @@ class GpuKernelEmitter(FunctionEmitter):
     def expr(self, e: P.Expr) -> ir.Value:
         if not isinstance(e, _EXPRESSIONS):
             raise UnsupportedError(f"the physical expression {type(e).__name__} has no GPU lowering yet")
+        if isinstance(e, P.Field) and e.kind == "present":
+            raise UnsupportedError(f"the optional parameter '{e.tensor.name}' (T | None) has no GPU lowering yet; "
+                                   "make it required, or build for a CPU target")
         return super().expr(e)
 
     def alloc(self, s: P.Alloc) -> None:

@@ -33,14 +33,21 @@ def render_header(manifest: dict, guard_name: str) -> str:
     for kernel in manifest["kernels"]:
         args, docs = [], []
         for p in kernel["params"]:
-            if p["kind"] == "scalar":
+            if p["kind"] == "scalar" and p.get("result"):
+                args.append(f"{c_scalar_type(DTYPES[p['dtype']])} *{p['name']}")
+                docs.append(f" *   {p['name']}: {p['dtype']} scalar result, written by the kernel only when it "
+                            "returns 0")
+            elif p["kind"] == "scalar":
                 args.append(f"{c_scalar_type(DTYPES[p['dtype']])} {p['name']}")
-                docs.append(f" *   {p['name']}: {p['dtype']} scalar")
+                default = f" (default {p['default']!r} in Python; C passes every scalar)" if "default" in p else ""
+                docs.append(f" *   {p['name']}: {p['dtype']} scalar{default}")
             else:
                 const = "" if p["mutable"] or p["result"] else "const "
                 args.append(f"{const}IntentTensor *{p['name']}")
                 role = "result, written by the kernel" if p["result"] else \
                     "read and written" if p["mutable"] else "read-only"
+                if p.get("optional"):
+                    role += "; optional: NULL when absent"
                 docs.append(f" *   {p['name']}: {p['dtype']}{_extents(p)} ({role}{_STORAGE.get(p['dtype'], '')})")
         symbol = kernel.get("symbol", kernel["name"])  # --prefix: the C name is PREFIX + name
         lines.append(f"/* {symbol}" + (f" (the kernel '{kernel['name']}')" if symbol != kernel["name"] else ""))

@@ -22,9 +22,10 @@ from intentc.codegen.abi import STATUS, dlpack_dtype
 from intentc.codegen.llvm_arith import ArithmeticEmitter
 from intentc.codegen.llvm_exprs import ExpressionEmitter
 from intentc.codegen.llvm_stmts import StatementEmitter
-from intentc.codegen.llvm_types import I1, I8, I32, I64, PTR, reg_type
+from intentc.codegen.llvm_types import I1, I8, I32, I64, PTR, mem_type, reg_type
 from intentc.kir.extents import build as build_extent
 from intentc.kir.extents import is_expression
+from intentc.kir.extents import names as extent_names
 from intentc.lower import program as P
 
 # IntentArgView (runtime_c/intent_runtime.h): name, data, shape, strides, ndim, bits, written, copy.
@@ -50,6 +51,8 @@ class FunctionEmitter(StatementEmitter, ExpressionEmitter, ArithmeticEmitter):
         # allocated where the program says, possibly in a branch) and are freed on return.
         self.heap: dict[str, tuple[ir.AllocaInstr, list, list]] = {}
         self.owned: list[ir.AllocaInstr] = []  # other memory freed on return (the copies of aliased inputs)
+        # Scalar results: (stack slot the body writes, the caller's pointer, dtype), copied on success.
+        self.scalar_results: list[tuple[ir.AllocaInstr, ir.Value, object]] = []
 
     def entry_alloca(self, type_: ir.Type, name: str = "") -> ir.AllocaInstr:
         """Stack slots live in the first block so that LLVM promotes them to registers."""
@@ -57,6 +60,8 @@ class FunctionEmitter(StatementEmitter, ExpressionEmitter, ArithmeticEmitter):
 
     def finish(self) -> None:
         if not self.builder.block.is_terminated:
+            for slot, pointer, dtype in self.scalar_results:  # written only on success (docs/abi.md)
+                self.builder.store(self.builder.load(slot, typ=mem_type(dtype)), pointer)
             self.ret(ir.Constant(I32, 0))
         self.allocas.branch(self.func.blocks[1])
 
@@ -89,19 +94,42 @@ class FunctionEmitter(StatementEmitter, ExpressionEmitter, ArithmeticEmitter):
         """The entry checks of docs/abi.md for the tensor parameters (``abi``: the kernel's
         manifest entry, whose extent expressions are checked for overflow; None: none)."""
         b = self.builder
-        tensors = [(p, a) for p, a in zip(self.kernel.params, self.func.args) if isinstance(p, P.TensorSym)]
+        scalar_results = P.scalar_results(self.kernel)
+        tensors = [(p, a) for p, a in zip(self.kernel.params, self.func.args)
+                   if isinstance(p, P.TensorSym) and p.name not in scalar_results]
+        for param, arg in zip(self.kernel.params, self.func.args):
+            if param.name in scalar_results:  # a rank-0 tensor in a stack slot, no descriptor
+                slot = self.entry_alloca(mem_type(param.dtype), f"{param.name}.value")
+                self.data[param.name] = slot
+                self.scalar_results.append((slot, arg, param.dtype))
         views = {}
+        optional = {p["name"] for p in (abi or {}).get("params", []) if p.get("optional")}
         for param, arg in tensors:
             data_slot = self.entry_alloca(PTR, f"{param.name}.data")
             rank = max(1, param.rank)
             shape = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.shape")
             strides = self.entry_alloca(ir.ArrayType(I64, rank), f"{param.name}.strides")
             code, bits = dlpack_dtype(param.dtype)
-            rc = b.call(self.mod.check_tensor, [
-                arg, kname, self.mod.cstring(param.name), ir.Constant(I32, param.rank), ir.Constant(I8, code),
-                ir.Constant(I8, bits), ir.Constant(I32, int(param.writable)), data_slot, shape, strides])
-            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
-                b.ret(rc)
+
+            def check(param=param, arg=arg, data_slot=data_slot, shape=shape, strides=strides, code=code, bits=bits):
+                rc = b.call(self.mod.check_tensor, [
+                    arg, kname, self.mod.cstring(param.name), ir.Constant(I32, param.rank), ir.Constant(I8, code),
+                    ir.Constant(I8, bits), ir.Constant(I32, int(param.writable)), data_slot, shape, strides])
+                with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+                    b.ret(rc)
+
+            if param.name in optional:  # a NULL descriptor: absent, no data, extents 0 (never checked)
+                absent = b.icmp_unsigned("==", arg, ir.Constant(PTR, None))
+                with b.if_else(absent) as (then, otherwise):
+                    with then:
+                        b.store(ir.Constant(PTR, None), data_slot)
+                        b.store(ir.Constant(ir.ArrayType(I64, rank), [0] * rank), shape)
+                        b.store(ir.Constant(ir.ArrayType(I64, rank), [0] * rank), strides)
+                    with otherwise:
+                        check()
+                self.fields[(param.name, "present", 0)] = b.select(absent, ir.Constant(I64, 0), ir.Constant(I64, 1))
+            else:
+                check()
             views[param.name] = (data_slot, shape, strides)
         if abi is not None:
             self._check_extent_expressions(kname, abi, views)
@@ -150,17 +178,25 @@ class FunctionEmitter(StatementEmitter, ExpressionEmitter, ArithmeticEmitter):
         params = abi.get("params", [])
         first: dict[str, tuple[str, int]] = {}
         for p in params:  # each name's value: the first tensor input naming it (S1)
-            if p.get("kind") == "tensor" and not p.get("result"):
+            if p.get("kind") == "tensor" and not p.get("result") and not p.get("optional"):
                 for axis, e in enumerate(p.get("extents", ())):
                     if isinstance(e, str) and e.isidentifier() and p["name"] in views:
                         first.setdefault(e, (p["name"], axis))
+        scalars = {p.name: p for p in self.kernel.params if isinstance(p, P.Var)}
         for p in params:
             for e in p.get("extents", ()):
-                if not is_expression(e):
+                uses_scalar = isinstance(e, str) and any(n in scalars for n in extent_names(e))
+                if not is_expression(e) and not uses_scalar:
                     continue
                 overflow = [ir.Constant(I1, 0)]
 
                 def lookup(name):
+                    if name not in first and name in scalars:  # an integer scalar parameter (S1)
+                        var = scalars[name]
+                        value = b.load(self.slot(var))
+                        if var.dtype.bits < 64:
+                            value = b.zext(value, I64) if var.dtype.kind == "uint" else b.sext(value, I64)
+                        return value
                     owner, axis = first[name]
                     shape = views[owner][1]
                     return b.load(b.gep(shape, [ir.Constant(I32, 0), ir.Constant(I32, axis)], inbounds=True), typ=I64)
@@ -181,10 +217,15 @@ class FunctionEmitter(StatementEmitter, ExpressionEmitter, ArithmeticEmitter):
                     return b.extract_value(pair, 0)
 
                 try:
-                    build_extent(e, lookup, lambda v: ir.Constant(I64, v), binary)
+                    value = build_extent(e, lookup, lambda v: ir.Constant(I64, v), binary)
                 except KeyError:  # a name no tensor input carries: the body's own checks apply
                     continue
                 with b.if_then(overflow[0], likely=False):
                     message = self.mod.cstring(f"%s: the extent {e} of '{p['name']}' does not fit in 64 bits")
                     b.ret(b.call(self.mod.intent_error, [ir.Constant(I32, STATUS["INTENT_E_SHAPE"]), message,
                                                          kname]))
+                if p.get("result") and uses_scalar:  # a scalar argument can make it negative
+                    with b.if_then(b.icmp_signed("<", value, ir.Constant(I64, 0)), likely=False):
+                        message = self.mod.cstring(f"%s: the result extent {e} is %lld, which is negative")
+                        b.ret(b.call(self.mod.intent_error, [ir.Constant(I32, STATUS["INTENT_E_SHAPE"]), message,
+                                                             kname, value]))

@@ -18,14 +18,21 @@ def module_manifest(module: Module, source_name: str) -> dict:
     for func in module.kernels:
         params = []
         for param, arg in zip(func.params, func.args):
-            if isinstance(arg.type, TensorType):
+            if param.result and isinstance(arg.type, TensorType) and arg.type.rank == 0:
+                # A scalar result: a pointer to one element in C, written on success (docs/abi.md).
+                params.append({"name": param.name, "kind": "scalar", "dtype": str(arg.type.dtype), "result": True})
+            elif isinstance(arg.type, TensorType):
                 code, bits = dlpack_dtype(arg.type.dtype)
                 params.append({"name": param.name, "kind": "tensor", "dtype": str(arg.type.dtype),
                                "dlpack": [code, bits], "rank": arg.type.rank,
                                "extents": list(param.extents), "mutable": param.mutable and not param.result,
                                "result": param.result})
+                if param.optional:  # may be a NULL descriptor (None in Python)
+                    params[-1]["optional"] = True
             else:
                 params.append({"name": param.name, "kind": "scalar", "dtype": str(arg.type)})
+            if param.default:  # what a Python caller who omits the argument passes
+                params[-1]["default"] = param.default[0]
         kernels.append({"name": func.name, "params": params})
     return {"abi_version": ABI_VERSION, "module": module.name, "source": source_name, "kernels": kernels}
 

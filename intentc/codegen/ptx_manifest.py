@@ -13,6 +13,7 @@ import re
 from intentc.codegen.abi import STATUS
 from intentc.codegen import gpu_blocks
 from intentc.codegen.gpu_launch import SCRATCH_ALIGN, uses_heap
+from intentc.kir.types import DTYPES
 
 MANIFEST_FORMAT = "intentc-ptx"
 MANIFEST_VERSION = 1
@@ -53,6 +54,7 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
                         for x in plan.scratch],
             "checks": [dict(c, id=k) for k, c in enumerate(checks)],
             "device_heap": uses_heap(kernel, plan.scratch),
+            **_scalar_results(logical[kernel.name]["params"]),
             "static_shared_bytes": 8 * gpu_blocks.SHARED_SLOTS if any(
                 launch.kind in ("blocks", "block") for launch in plan.launches) else 0,
         })
@@ -76,6 +78,16 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
         "formula_functions": list(FUNCTIONS),
         "kernels": out,
     }
+
+
+def _scalar_results(params: list) -> dict:
+    """A kernel's scalar results, each a device buffer of one element that the host allocates,
+    passes as the ``NAME.data`` argument and reads back only when the call succeeds (absent
+    when the kernel returns no scalar; docs/ptx-abi.md)."""
+    buffers = [{"param": p["name"], "arg": f"{p['name']}.data", "dtype": p["dtype"],
+                "bytes": max(1, DTYPES[p["dtype"]].bits // 8)}
+               for p in params if p["kind"] == "scalar" and p.get("result")]
+    return {"scalar_results": buffers} if buffers else {}
 
 
 def _ptx_isa(features: str) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from intentc.base.status import E_SHAPE, KernelError
+from intentc.interp.core_ops import AbsentTensor
 from intentc.interp.memory import SanitizerError
 from intentc.interp.numeric import numpy_dtype
 from intentc.interp.structured import LawViolation
@@ -40,11 +41,14 @@ def parameters(func: Function) -> tuple[list[Parameter], list[Parameter]]:
     inputs = []
     for param, value in zip(func.params, func.args):
         if isinstance(value.type, TensorType):
-            inputs.append(Parameter(param.name, "tensor", value.type.dtype.name, tuple(param.extents), param.mutable))
+            inputs.append(Parameter(param.name, "tensor", value.type.dtype.name, tuple(param.extents), param.mutable,
+                                    optional=param.optional, default=param.default))
         else:
-            inputs.append(Parameter(param.name, "scalar", value.type.name))
+            inputs.append(Parameter(param.name, "scalar", value.type.name, default=param.default))
     count = len(func.result_types)
     results = [Parameter("out" if count == 1 else f"out{k}", "tensor", t.dtype.name, tuple(e), result=True)
+               if isinstance(t, TensorType) else Parameter("out" if count == 1 else f"out{k}", "scalar", t.name,
+                                                           result=True)
                for k, (t, e) in enumerate(zip(func.result_types, func.result_extents))]
     return inputs, results
 
@@ -62,23 +66,30 @@ class KernelCall:
         name = self.name
         values = calling.bind_arguments(name, self.inputs, args, kwargs)
         arrays = {p.name: calling.as_array(values[p.name], p, name) for p in self.inputs if p.kind == "tensor"}
-        outs = calling.result_arrays(name, self.inputs, self.results, arrays, out)
+        outs = calling.result_arrays(name, self.inputs, self.results, arrays, out, values)
         bound: dict[str, object] = {}
         for p in self.inputs + self.results:  # what the loader checks, in its order
+            if p.kind == "scalar" and p.result:
+                bound[p.name] = outs[p.name]
+                continue
             if p.kind == "scalar":
                 calling.scalar_value(values[p.name], p, name)
                 bound[p.name] = _scalar_argument(values[p.name], DTYPES[p.dtype])
                 continue
             array = outs[p.name] if p.result else arrays[p.name]
+            if array is None:  # an absent optional tensor: nothing to check, ``present`` is false
+                bound[p.name] = np.zeros((0,) * len(p.extents), numpy_dtype(DTYPES[p.dtype])).view(AbsentTensor)
+                continue
             calling.check_tensor_argument(array, p, name)
             bound[p.name] = array
-        tensors = [(p, bound[p.name]) for p in self.inputs + self.results if p.kind == "tensor"]
+        tensors = [(p, bound[p.name]) for p in self.inputs + self.results
+                   if p.kind == "tensor" and not isinstance(bound[p.name], AbsentTensor)]
         for p, array in tensors:  # what the runtime checks on entry, in its order
             calling.check_entry_tensor(name, p, array)
-        calling.check_extent_expressions(name, self.inputs + self.results, bound)
+        calling.check_extent_expressions(name, self.inputs + self.results, bound, values)
         for copied in calling.check_aliasing(name, tensors):  # every input read before any output is written
             bound[copied] = calling.snapshot(bound[copied])
-        self._check_result_extents(bound)
+        self._check_result_extents(bound, values)
 
         it = self.it
         it.kernel_name = name
@@ -93,17 +104,15 @@ class KernelCall:
             raise
         for p, value in zip(self.results, results):
             bound[p.name][...] = value
-        if not self.results:
-            return None
-        returned = [bound[p.name] for p in self.results]
-        return returned[0] if len(returned) == 1 else tuple(returned)
+        return calling.returned(self.results, bound)
 
-    def _check_result_extents(self, bound: dict) -> None:
+    def _check_result_extents(self, bound: dict, values: dict) -> None:
         """Returned tensors must have the declared extents (literal, or the value of the
-        first parameter naming the extent), checked before the body runs (S1)."""
+        first parameter naming the extent or of the integer scalar argument), checked before
+        the body runs (S1)."""
         named = calling.named_extents(self.inputs, {p.name: bound[p.name] for p in self.inputs
-                                                    if p.kind == "tensor"})
-        for p in self.results:
+                                                    if p.kind == "tensor"}, values)
+        for p in [q for q in self.results if q.kind == "tensor"]:
             array = bound[p.name]
             for axis, e in enumerate(p.extents):
                 want = e if isinstance(e, int) else evaluate_extent(e, named)

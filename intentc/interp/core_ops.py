@@ -384,6 +384,15 @@ def _op_histogram(it, op: Op, env: dict):
     env[id(op.result)] = total
 
 
+class AbsentTensor(np.ndarray):
+    """What an absent optional tensor parameter is bound to: an empty array of its rank and
+    dtype (its extents are never checked, optional_params.py), recognised by ``present``."""
+
+
+def _op_present(it, op: Op, env: dict):
+    env[id(op.result)] = not isinstance(env[id(op.operands[0])], AbsentTensor)
+
+
 def _op_terminator(it, op: Op, env: dict):
     return [env[id(v)] for v in op.operands]
 
@@ -395,7 +404,7 @@ HANDLERS = {
     "subregion": _op_subregion, "indices": _op_indices, "view": _op_view, "reshape": _op_reshape,
     "permute": _op_permute, "join": _op_join, "load": _op_load, "store": _op_store,
     "if": _op_if, "for": _op_for, "while": _op_while, "parallel": _op_parallel, "call": _op_call,
-    "yield": _op_terminator, "condition": _op_terminator, "return": _op_terminator,
+    "yield": _op_terminator, "condition": _op_terminator, "return": _op_terminator, "present": _op_present,
 }
 for _name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "min", "max", "and", "or", "xor", "shl", "shr",
               *math_catalog.NEW_BINARY):

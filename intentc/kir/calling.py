@@ -37,6 +37,7 @@ dtypes (``numpy_dtype``) and NumPy or Intent dtypes to DLPack codes (``dlpack_of
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,8 @@ class Parameter:
     extents: tuple = ()  # per axis: an int or an extent expression (tensors only)
     mutable: bool = False
     result: bool = False
+    optional: bool = False  # a tensor that may be absent: None in Python, a NULL descriptor in C
+    default: tuple = ()  # () or (what a call that omits the argument passes,)
 
     @property
     def written(self) -> bool:
@@ -68,7 +71,8 @@ class Parameter:
     @staticmethod
     def from_manifest(entry: dict) -> "Parameter":
         return Parameter(entry["name"], entry["kind"], entry["dtype"], tuple(entry.get("extents", ())),
-                         bool(entry.get("mutable")), bool(entry.get("result")))
+                         bool(entry.get("mutable")), bool(entry.get("result")), bool(entry.get("optional")),
+                         (entry["default"],) if "default" in entry else ())
 
 
 # ---- dtypes at the boundary ---------------------------------------------------------------------------
@@ -132,15 +136,20 @@ def bind_arguments(kernel: str, inputs: list[Parameter], args: tuple, kwargs: di
         if key in values or key not in names:
             raise TypeError(f"{kernel}() got an unexpected or repeated argument '{key}'")
         values[key] = value
+    for p in inputs:  # omitted arguments with a default (``eps: f32 = 1e-5``, ``bias: ... | None = None``)
+        if p.name not in values and p.default:
+            values[p.name] = p.default[0]
     missing = [p.name for p in inputs if p.name not in values]
     if missing:
         raise TypeError(f"{kernel}() is missing arguments: {', '.join(missing)}")
     return values
 
 
-def as_array(value, param: Parameter, kernel: str) -> np.ndarray:
+def as_array(value, param: Parameter, kernel: str) -> np.ndarray | None:
     """A tensor argument as a NumPy array (a view where the argument allows one; for a
-    written parameter always a view, or the call is refused)."""
+    written parameter always a view, or the call is refused); None for an absent optional one."""
+    if value is None and param.optional:
+        return None
     _check_host(value, param, kernel)
     if isinstance(value, np.ndarray):
         return value
@@ -186,39 +195,70 @@ def _check_host(value, param: Parameter, kernel: str) -> None:
                                         f"but the kernel takes host memory")
 
 
-def named_extents(inputs: list[Parameter], arrays: dict) -> dict:
-    """Each extent name's value: the first tensor input that names it (S1)."""
+def named_extents(inputs: list[Parameter], arrays: dict, values: dict | None = None) -> dict:
+    """Each extent name's value: the first tensor input that names it (S1); with ``values``
+    (the bound arguments), also each integer scalar parameter's value, which result extents
+    may use (``-> i64[b - a]``)."""
     extents: dict = {}
     for p in inputs:
-        if p.kind == "tensor":
+        if p.kind == "tensor" and not p.optional:  # an optional tensor names no extent (it may be absent)
             array = arrays[p.name]
             for axis, name in enumerate(p.extents):
                 if isinstance(name, str) and axis < array.ndim:
                     extents.setdefault(name, array.shape[axis])
+        elif values is not None and not p.result and p.name in values and _INTEGER_SCALAR.match(p.dtype):
+            try:
+                extents.setdefault(p.name, scalar_value(values[p.name], p, ""))
+            except (TypeError, ValueError, OverflowError):
+                pass  # refused by the scalar's own check, in the kernel's words
     return extents
 
 
-def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter], arrays: dict, out,
-                  convert=None, allocate=None) -> dict:
-    """The returned tensors by name: ``out=`` (one array, or a tuple or list of them, in
-    order; each through ``convert(value, param, kernel)``, by default ``as_array``) or new
-    arrays shaped by the declared extents (``allocate(shape, dtype, param)``, by default
-    host memory from NumPy)."""
+_INTEGER_SCALAR = re.compile(r"^(i|u)(8|16|32|64)$|^index$")
+
+
+def scalar_results(results: list[Parameter]) -> list[Parameter]:
+    """The results returned as scalars (a pointer to one element each in C)."""
+    return [p for p in results if p.kind == "scalar"]
+
+
+def returned(results: list[Parameter], outs: dict):
+    """What a call returns: None, the one result, or a tuple in declared order; a scalar
+    result is a NumPy scalar of its dtype (read from its 0-d array)."""
     if not results:
+        return None
+    values = [outs[p.name][()] if p.kind == "scalar" else outs[p.name] for p in results]
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def result_arrays(kernel: str, inputs: list[Parameter], results: list[Parameter], arrays: dict, out,
+                  values: dict | None = None, convert=None, allocate=None) -> dict:
+    """The returned values by name: for the tensors ``out=`` (one array, or a tuple or list of
+    them, in order; each through ``convert(value, param, kernel)``, by default ``as_array``)
+    or new arrays shaped by the declared extents, evaluated from the inputs' extents and the
+    integer scalar arguments (``values``; ``allocate(shape, dtype, param)``, by default host
+    memory from NumPy); for each scalar result a new 0-d array, which ``out=`` never gives."""
+    outs = {p.name: np.empty((), dtype=numpy_dtype(p.dtype)) for p in scalar_results(results)}
+    tensors = [p for p in results if p.kind == "tensor"]
+    if not tensors:
         if out is not None:
-            raise TypeError(f"{kernel}() returns nothing, so it takes no out=")
-        return {}
+            raise TypeError(f"{kernel}() returns no tensor, so it takes no out=")
+        return outs
     if out is not None:
         provided = list(out) if isinstance(out, (tuple, list)) else [out]
-        if len(provided) != len(results):
-            raise TypeError(f"{kernel}() returns {len(results)} tensors; out= must give as many")
-        return {p.name: (convert or as_array)(v, p, kernel) for p, v in zip(results, provided)}
-    extents = named_extents(inputs, arrays)
-    outs = {}
-    for p in results:
+        if len(provided) != len(tensors):
+            raise TypeError(f"{kernel}() returns {len(tensors)} tensors; out= must give as many")
+        outs.update({p.name: (convert or as_array)(v, p, kernel) for p, v in zip(tensors, provided)})
+        return outs
+    extents = named_extents(inputs, arrays, values)
+    for p in tensors:
         missing = [n for e in p.extents if isinstance(e, str) for n in extent_names(e) if n not in extents]
         if missing:  # every input naming it has too few axes: refused as the runtime's rank check does
-            owner = next(q for q in inputs if q.kind == "tensor" and missing[0] in q.extents)
+            owner = next((q for q in inputs if q.kind == "tensor" and missing[0] in q.extents), None)
+            if owner is None:  # a scalar argument that does not convert: its own check's error
+                scalar = next(q for q in inputs if q.name == missing[0])
+                scalar_value((values or {}).get(scalar.name), scalar, kernel)
+                raise TypeError(f"{kernel}() needs the argument '{missing[0]}' to size its result")
             ndim, rank = arrays[owner.name].ndim, len(owner.extents)
             raise KernelError(E_RANK, f"{kernel}: parameter '{owner.name}' has {ndim} dimension"
                                       f"{'' if ndim == 1 else 's'} but the kernel expects {rank}")
@@ -256,14 +296,19 @@ def extent_value(kernel: str, param: Parameter, extent: str, env: dict) -> int:
     return build_extent(extent, lambda name: env[name], lambda v: v, binary)
 
 
-def check_extent_expressions(kernel: str, params: list[Parameter], arrays: dict) -> None:
+def check_extent_expressions(kernel: str, params: list[Parameter], arrays: dict, values: dict | None = None) -> None:
     """The generated entry's check after the tensors' (llvm_function.check_arguments): every
-    extent expression of every parameter evaluates within int64."""
-    env = named_extents([p for p in params if not p.result], arrays)
+    extent expression of every parameter evaluates within int64, and a result extent that
+    uses an integer scalar argument (``values``) is not negative."""
+    env = named_extents([p for p in params if not p.result], arrays, values)
+    scalars = {p.name for p in params if p.kind == "scalar" and not p.result}
     for p in params:
         for e in p.extents:
-            if is_expression(e) and all(n in env for n in extent_names(e)):
-                extent_value(kernel, p, e, env)
+            uses_scalar = isinstance(e, str) and any(n in scalars for n in extent_names(e))
+            if (is_expression(e) or uses_scalar) and all(n in env for n in extent_names(e)):
+                value = extent_value(kernel, p, e, env)
+                if p.result and uses_scalar and value < 0:
+                    raise KernelError(E_SHAPE, f"{kernel}: the result extent {e} is {value}, which is negative")
 
 
 def scalar_value(value, param: Parameter, kernel: str):

@@ -77,6 +77,8 @@ class Param:
     mutable: bool = False
     extents: tuple[str | int, ...] = ()  # named or literal extents for tensors (S1)
     result: bool = False  # a returned tensor, passed by the caller as an output (ABI)
+    optional: bool = False  # a tensor that may be absent (NULL descriptor, None in Python)
+    default: tuple = ()  # () or (the value a Python caller who omits the argument passes,)
 
 
 @dataclass

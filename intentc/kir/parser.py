@@ -16,7 +16,8 @@ class KirSyntaxError(Exception):
 _VALUE_NAME = re.compile(r"%[A-Za-z0-9_.]+")
 _VALUE_DEF = re.compile(r"%([A-Za-z0-9_.]+):(tensor<[^>]*>|[A-Za-z0-9_]+)")
 _FUNC_HEAD = re.compile(r"^(kernel|fn) @([A-Za-z_][A-Za-z0-9_]*)\((.*)\) -> \((.*?)\)(.*)\{$")
-_PARAM = re.compile(r"^%([A-Za-z0-9_.]+): (tensor<[^>]*>|[A-Za-z0-9_]+)( mut| result)?( \[.*\])?$")
+_PARAM = re.compile(r"^%([A-Za-z0-9_.]+): (tensor<[^>]*>|[A-Za-z0-9_]+)( mut| result)?( optional)?( \[.*?\])?"
+                    r"( default=\S+)?$")
 _OP = re.compile(r"^(?:(.*?) = )?([a-z_][a-z0-9_]*)\((.*?)\)(.*)$")
 
 
@@ -98,10 +99,11 @@ class _Reader:
             pm = _PARAM.match(item)
             if not pm:
                 raise KirSyntaxError(line_no, f"bad parameter {item!r}")
-            pname, ptype, mut, extents = pm.groups()
+            pname, ptype, mut, optional, extents, default = pm.groups()
             args.append(self.define(line_no, pname, ptype))
             params.append(Param(pname.split(".")[0], bool(mut), tuple(json.loads(extents)) if extents else (),
-                                result=mut == " result"))
+                                result=mut == " result", optional=bool(optional),
+                                default=(json.loads(default[len(" default="):]),) if default else ()))
         result_types = [parse_type(t) for t in _split_top(results_text)]
         extents_text = extents_text.strip()
         result_extents = [tuple(e) for e in json.loads(extents_text)] if extents_text else [() for _ in result_types]

@@ -108,8 +108,12 @@ def print_function(func: Function, annotate=None) -> str:
             text += " result"
         elif param.mutable:
             text += " mut"
+        if param.optional:
+            text += " optional"
         if param.extents:
             text += " " + json.dumps(list(param.extents))
+        if param.default:
+            text += " default=" + json.dumps(param.default[0])
         params.append(text)
     results = ", ".join(str(t) for t in func.result_types)
     extents = ""

@@ -44,7 +44,7 @@ BINARY_OPS = (frozenset("add sub mul div floordiv mod pow min max and or xor shl
               | set(math_catalog.NEW_BINARY))
 UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split()) | set(math_catalog.UNARY)
 COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
-FIELD_KINDS = frozenset(("shape", "stride", "address"))
+FIELD_KINDS = frozenset(("shape", "stride", "address", "present"))
 _CALLS = BINARY_OPS | UNARY_OPS | COMPARE_PREDS | {"select", "muladd", "fma", "shuffle"}
 
 _TOKEN = re.compile(r"""\s*(?:

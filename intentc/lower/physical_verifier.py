@@ -36,7 +36,7 @@ UNARY_OPS = frozenset("neg not abs exp log tanh sqrt".split()) | set(math_catalo
 COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
 ATOMIC_OPS = frozenset("add sub min max and or xor exchange cas load store".split())
 ATOMIC_ORDERS = frozenset(("relaxed", "acquire", "release", "acq_rel"))
-FIELD_KINDS = frozenset(("shape", "stride", "address"))
+FIELD_KINDS = frozenset(("shape", "stride", "address", "present"))
 F64 = DTYPES["f64"]
 _CONVERSION = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(lld|[gef])")
 
@@ -355,8 +355,8 @@ class _Kernel:
             if e.tensor.name not in tensors:
                 return f"the buffer '{e.tensor.name}' is used before it is allocated"
             if e.kind not in FIELD_KINDS or t != INDEX:
-                return "a field is an index: shape, stride or address"
-            limit = 1 if e.kind == "address" else e.tensor.rank
+                return "a field is an index: shape, stride, address or present"
+            limit = 1 if e.kind in ("address", "present") else e.tensor.rank
             return None if 0 <= e.axis < limit else f"axis {e.axis} of a rank-{e.tensor.rank} tensor"
         if isinstance(e, P.Load):
             self.access(e.tensor, e.offset, tensors)

@@ -155,8 +155,9 @@ class MulAdd(Expr):
 
 @dataclass(frozen=True)
 class Field(Expr):
-    """A tensor's extent (``shape``) or element stride (``stride``) on one axis (index), or
-    the address of its first element in bytes (``address``, axis 0)."""
+    """A tensor's extent (``shape``) or element stride (``stride``) on one axis (index), the
+    address of its first element in bytes (``address``, axis 0), or 1 when an optional tensor
+    parameter was given and 0 when its descriptor was NULL (``present``, axis 0)."""
 
     tensor: TensorSym
     kind: str
@@ -305,6 +306,13 @@ class Kernel:
     source_name: str = ""
     result_params: tuple[str, ...] = ()
     manifest: dict = field(default_factory=dict, compare=False)
+
+
+def scalar_results(kernel: Kernel) -> set[str]:
+    """The kernel's scalar results: rank-0 result parameters (a kernel cannot declare a rank-0
+    tensor result), passed in C as a pointer to one element and written on success."""
+    ranks = {p.name: p.rank for p in kernel.params if isinstance(p, TensorSym)}
+    return {name for name in kernel.result_params if ranks.get(name) == 0}
 
 
 @dataclass(frozen=True)

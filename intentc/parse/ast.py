@@ -24,7 +24,7 @@ class Name(Expr):
 
 @dataclass(frozen=True)
 class Constant(Expr):
-    value: object  # int, float, bool or str
+    value: object  # int, float, bool, str or None
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class UnaryOp(Expr):
 
 @dataclass(frozen=True)
 class Compare(Expr):
-    op: str  # < <= > >= == !=
+    op: str  # < <= > >= == != is, is not (`x is None`: optional parameters only)
     left: Expr
     right: Expr
 
@@ -184,6 +184,7 @@ class Param(Node):
     name: str
     annotation: Expr
     mutable: bool
+    default: Expr | None = None  # `eps: f32 = 1e-5`, `bias: f32[C] | None = None`
 
 
 @dataclass(frozen=True)

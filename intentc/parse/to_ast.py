@@ -93,8 +93,8 @@ class ToAst(Transformer):
         return [c for c in children if c is not None]
 
     def param(self, meta, children):
-        name, mut, annotation = children
-        return ast.Param(self._span(meta), str(name), annotation, mut is not None)
+        name, mut, annotation, default = children
+        return ast.Param(self._span(meta), str(name), annotation, mut is not None, default)
 
     def suite(self, meta, children):
         return tuple(children)
@@ -195,6 +195,14 @@ class ToAst(Transformer):
         element, domain = children
         return ast.Membership(self._span(meta), element, domain)
 
+    def identity(self, meta, children):  # `x is None`: only an optional parameter's check (sema)
+        left, right = children
+        return ast.Compare(self._span(meta), "is", left, right)
+
+    def non_identity(self, meta, children):
+        left, _not, right = children
+        return ast.Compare(self._span(meta), "is not", left, right)
+
     def non_membership(self, meta, children):
         element, _not, domain = children
         return ast.Membership(self._span(meta), element, domain, negated=True)
@@ -278,6 +286,9 @@ class ToAst(Transformer):
 
     def false_literal(self, meta, children):
         return ast.Constant(self._span(meta), False)
+
+    def none_literal(self, meta, children):
+        return ast.Constant(self._span(meta), None)
 
     def string_literal(self, meta, children):
         text = str(children[0])

@@ -17,6 +17,7 @@ class Annotated:
     type: DType | TensorType | None  # None for a tuple of items (helper parameters only)
     extents: tuple[str | int, ...] = ()
     items: tuple["Annotated", ...] = ()
+    optional: bool = False  # `f32[C] | None`: the argument may be absent (kernel parameters only)
 
 
 def dtype_of(expr: ast.Expr) -> DType:
@@ -45,6 +46,15 @@ def _extent_text(node: ast.Expr) -> str | None:
 
 
 def annotation(expr: ast.Expr, result: bool = False) -> Annotated:
+    if isinstance(expr, ast.BinOp) and expr.op == "|" and _is_none(expr.right):
+        if result:
+            raise error("a result cannot be None", expr.span,
+                        hint="return a tensor always; an empty one (extent 0) says 'nothing'")
+        inner = annotation(expr.left)
+        if not isinstance(inner.type, TensorType):
+            raise error(f"only tensor parameters can be optional; '{expr.left.span.text}' is a scalar", expr.span,
+                        hint="give the scalar a default instead, e.g. `eps: f32 = 1e-5`")
+        return Annotated(inner.type, inner.extents, optional=True)
     if isinstance(expr, ast.TupleExpr) and not result:
         if not expr.elts:
             raise error("a tuple type needs at least one item", expr.span)
@@ -68,6 +78,10 @@ def annotation(expr: ast.Expr, result: bool = False) -> Annotated:
                             item.span, rule="S1", hint="write e.g. f32[N, 4] or f32[B, T, 3 * C]")
         return Annotated(TensorType(dtype, static_shape(extents)), tuple(extents))
     return Annotated(dtype_of(expr))
+
+
+def _is_none(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None
 
 
 def result_annotations(expr: ast.Expr | None) -> list[Annotated]:

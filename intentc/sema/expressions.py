@@ -20,6 +20,7 @@ from intentc.diagnostics import error, quote
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
+from intentc.sema.optional_params import OptionalTensor, presence_test, refuse_unchecked_use
 from intentc.sema import conversions, windows
 from intentc.sema.conversions import CarryTypeChange, literal_fits
 from intentc.sema.builtins import call_builtin
@@ -59,6 +60,9 @@ class ExpressionBuilder(BuilderState):
         return method(node)
 
     def expr_Constant(self, node: ast.Constant):
+        if node.value is None:
+            raise error("None is only the default of an optional parameter or what `x is None` tests", node.span,
+                        hint="declare `x: f32[N] | None = None` and test `if x is not None:`")
         if isinstance(node.value, str):
             raise error("strings are only allowed as arguments of builtins", node.span)
         return Literal(node.value, node.span)
@@ -66,6 +70,8 @@ class ExpressionBuilder(BuilderState):
     def expr_Name(self, node: ast.Name):
         if node.id in self.scope:
             value = self.scope[node.id]
+            if isinstance(value, OptionalTensor):  # usable only where its presence is known
+                refuse_unchecked_use(node.id, value, node.span)
             if windows.is_window(self, value):  # read where this use stands (windows.py)
                 return windows.rebuilt(self, value, node.span)
             return value
@@ -218,6 +224,8 @@ class ExpressionBuilder(BuilderState):
         raise error(f"expected a scalar {dtype}", span)
 
     def expr_Compare(self, node: ast.Compare):
+        if node.op in ("is", "is not"):  # `bias is not None` (optional_params.py)
+            return presence_test(self, node)
         left, right = self.numeric(self.expr(node.left), node.left.span), self.numeric(self.expr(node.right),
                                                                                        node.right.span)
         if isinstance(left, Literal) and isinstance(right, Literal):

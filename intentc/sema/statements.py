@@ -17,6 +17,7 @@ from intentc.diagnostics import CompileError, error
 from intentc.kir.core import Op, Value
 from intentc.kir.types import INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
+from intentc.sema.optional_params import guarded_name
 from intentc.sema.annotations import dtype_of
 from intentc.sema.conversions import CarryTypeChange, literal_fits
 from intentc.sema import tensor_carries, windows
@@ -179,10 +180,34 @@ def store(b, target: ast.Subscript, value, span, value_span=None) -> None:
 def if_stmt(b, stmt: ast.If) -> None:
     cond = b.condition(stmt.cond)
     before = b.scope
-    then_block, then_scope = b.region([], before, lambda: statements(b, stmt.body))
-    else_block, else_scope = b.region([], before, lambda: statements(b, stmt.orelse))
+    then_start, else_start = before, before
+    guarded, present = guarded_name(b, stmt.cond)
+    if guarded is not None:  # `if bias is not None:`: the branch that knows it present sees the tensor
+        known = dict(before)
+        known[guarded] = before[guarded].value
+        then_start, else_start = (known, before) if present else (before, known)
+    # A tensor defined before and assigned in a branch lives in one buffer (as a loop carries
+    # it, tensor_carries.py): each branch writes its final value there, so the lowering never
+    # meets a tensor-valued ``if`` (``if bias is not None: y = y + bias``).
+    tensors = [(name, before[name]) for name in assigned_names(stmt.body + stmt.orelse)
+               if isinstance(before.get(name), Value) and isinstance(before[name].type, TensorType)]
+    carries = tensor_carries.begin(b, stmt, tensors) if tensors else []
+
+    def branch(body):
+        def build():
+            tensor_carries.bind(b, carries, stmt.span)
+            start = dict(b.scope)
+            statements(b, body)
+            tensor_carries.finish(b, carries, b.scope, start, stmt.span)
+        return build
+
+    then_block, then_scope = b.region([], then_start, branch(stmt.body))
+    else_block, else_scope = b.region([], else_start, branch(stmt.orelse))
+    carried_names = {name for name, _ in tensors}
     merged = []
     for name in assigned_names(stmt.body + stmt.orelse):
+        if name in carried_names:
+            continue
         then_value, else_value = then_scope.get(name), else_scope.get(name)
         if not isinstance(then_value, Value) or not isinstance(else_value, Value):
             continue  # defined on one path only: not visible after the if
@@ -200,6 +225,7 @@ def if_stmt(b, stmt: ast.If) -> None:
     for (name, _, _), result in zip(merged, op.results):
         result.hint = name.lstrip(".")
         b.scope[name] = result
+    tensor_carries.bind(b, carries, stmt.span)
 
 
 def loop_carried(b, body) -> tuple[list[tuple[str, Value]], list[tuple[str, Value]]]:

@@ -24,6 +24,7 @@ from intentc.parse import ast
 from intentc.sema.expressions import ExpressionBuilder
 from intentc.sema.memory_checks import check_memory
 from intentc.sema.normalize import normalize_function
+from intentc.sema.optional_params import bind_optional
 from intentc.sema.regions import check_region_helpers
 from intentc.sema.shapes import Extent, broadcast_to, same_extent
 from intentc.sema.signatures import Signature, check_imports, signature
@@ -107,18 +108,23 @@ class FunctionBuilder(ExpressionBuilder):
                 continue
             value = Value(ann.type, ast_param.name)
             args.append(value)
-            params.append(Param(ast_param.name, ast_param.mutable, ann.extents))
+            params.append(Param(ast_param.name, ast_param.mutable, ann.extents, optional=ann.optional,
+                                default=sig.defaults[fn.params.index(ast_param)] if sig.defaults else ()))
         self.block.args = args
         plain = [(p, a) for p, a in zip(fn.params, sig.params) if not a.items]
         plain_args = [v for v in args if not any(v in self.scope[p.name].items for p, a in
                                                   zip(fn.params, sig.params) if a.items)]
         expressions = []  # (value, axis, extent, ast_param): checked once every name is bound
+        optional = []  # (ast_param, ann, value) of the optional tensors (optional_params.py)
         for (ast_param, ann), value in zip(plain, plain_args):
             self.scope[ast_param.name] = value
             self.readonly[ast_param.name] = "a parameter"
             if not isinstance(ann.type, TensorType):
                 continue
             self.params[id(value)] = ast_param.name
+            if ann.optional:  # bound below, once the required parameters name its extents
+                optional.append((ast_param, ann, value))
+                continue
             if ast_param.mutable:
                 self.mutable.add(id(value))
             shape: list[Extent] = []
@@ -159,6 +165,8 @@ class FunctionBuilder(ExpressionBuilder):
             self.emit("assert_eq", [dim, want], span=span, attrs={
                 "what": f"extent {extent}: {ast_param.name}.shape[{axis}] = %lld but {extent} = %lld", "rule": "S1"})
             self.shapes[id(value)][axis] = dim
+        for ast_param, ann, value in optional:
+            self.scope[ast_param.name] = bind_optional(self, ast_param, ann, value)
         body = list(fn.body)
         ret = body.pop() if body and isinstance(body[-1], ast.Return) else None
         statements(self, body)
@@ -226,7 +234,15 @@ class FunctionBuilder(ExpressionBuilder):
         if isinstance(extent, int):
             return extent
         if not is_expression(extent):
-            return self.named_extents[extent][0]
+            return self.extent_name_value(extent, span)
         return build_extent(
-            extent, lambda name: self.named_extents[name][0], lambda c: self.const(c, INDEX, span),
+            extent, lambda name: self.extent_name_value(name, span), lambda c: self.const(c, INDEX, span),
             lambda op, a, b: self.emit(op, [a, b], [INDEX], span=span).result)
+
+    def extent_name_value(self, name: str, span) -> Value:
+        """A name in a result extent: a parameter extent, or an integer scalar parameter as an
+        index (``-> i64[b - a]``, S1)."""
+        if name in self.named_extents:
+            return self.named_extents[name][0]
+        value = self.scope[name]
+        return value if value.type == INDEX else self.emit("cast", [value], [INDEX], span=span).result

@@ -80,6 +80,8 @@ OPS = declare(
           results=(Operand("result", DOMAIN_T),), attrs={"axis_of": optional(INT_A)}, effects=CHECK),
     OpDef("dim", "relation", operands=(Operand("source", TENSOR),), results=(Operand("result", INDEX_T),),
           attrs={"axis": Attr(INT_A)}, check=_check_axis),
+    # present(x): whether the optional tensor parameter x was given (optional_params.py)
+    OpDef("present", "relation", operands=(Operand("source", TENSOR),), results=(Operand("result", BOOL_T),)),
     OpDef("axis", "relation", operands=(Operand("source", TENSOR),), results=(Operand("result", DOMAIN_T),),
           attrs={"axis": Attr(INT_A)}, check=_check_axis),
     *(_domain_query(name) for name in ("dom_begin", "dom_end", "dom_step", "dom_len")),

@@ -89,11 +89,13 @@ class _Expander:
         if results:
             for k, (value, extents) in enumerate(zip(results, func.result_extents)):
                 name = "out" if len(results) == 1 else f"out{k}"
-                arg = Value(TensorType(value.type.dtype, func.result_types[k].shape), name)
+                declared = func.result_types[k]  # a scalar result is written as a rank-0 one (docs/abi.md)
+                arg = Value(declared if isinstance(declared, TensorType) else TensorType(declared, ()), name)
                 new_args.append(arg)
                 func.params.append(Param(name, True, tuple(extents), result=True))
         b.out = prologue
         named = self._named_extents()
+        scalars = {p.name: a for p, a in zip(func.params, body.args) if not isinstance(a.type, TensorType)}
         for arg, param in zip(new_args, func.params[len(func.params) - len(new_args):]):
             for axis, extent in enumerate(param.extents):
                 dim = b.emit("dim", [arg], [INDEX], {"axis": axis}).result
@@ -101,6 +103,9 @@ class _Expander:
                     want = b.emit("const", [], [INDEX], {"value": extent}).result
                 else:  # re-read the named extents here, before the body defines them (S1)
                     def lookup(name):
+                        if name not in named:  # an integer scalar parameter (S1)
+                            scalar = scalars[name]
+                            return scalar if scalar.type == INDEX else b.emit("cast", [scalar], [INDEX]).result
                         source = named[name]
                         return b.emit("dim", source.operands, [INDEX], dict(source.attrs), hint=name).result
 
@@ -115,7 +120,7 @@ class _Expander:
         # A returned tensor made by a structured op is written straight into its output.
         for value, arg in zip(results, new_args):
             op = b.defs.get(id(value))
-            if op is not None and op.name in _STRUCTURED_RESULTS and results.count(value) == 1 \
+            if op is not None and op.name in _STRUCTURED_RESULTS and results.count(value) == 1 and arg.type.rank \
                     and value.type.rank == arg.type.rank:
                 b.destination[id(value)] = arg
         b.used = {id(v) for op in func.walk() for v in op.operands}

@@ -123,6 +123,9 @@ class _KernelLowering:
         if name == "cast":
             return self.assign(op.result, P.Cast(op.result.type, self.read(op.operands[0]),
                                                  bool(op.attrs.get("in_range"))))
+        if name == "present":  # an optional tensor was given: its descriptor was not NULL
+            sym = self.tensors[id(op.operands[0])]
+            return self.assign(op.result, P.Compare(BOOL, "ne", P.Field(INDEX, sym, "present", 0), P.Const(INDEX, 0)))
         if name == "dim":
             return self.assign(op.result, P.Field(INDEX, self.tensors[id(op.operands[0])], "shape", op.attrs["axis"]))
         if name == "domain":
