@@ -412,6 +412,8 @@ def test_covariance_correlation(differential, rng):
     np.testing.assert_allclose(run.args[2], data.mean(0), **F64_SUMS)
     np.testing.assert_allclose(run.args[0], data - data.mean(0), **F64_SUMS)
     np.testing.assert_allclose(run.args[1], np.cov(data, rowvar=False), **F64_SUMS)
+    # points i write cov[i, j] and cov[j, i] for j >= i: disjoint, as the race sanitizer confirms (P3)
+    intentc.interpret(SOLVERS, "covariance", data.copy(), np.zeros((M, M)), np.zeros(M), sanitize="race")
     data[:, 3] = 2.0  # a constant column: its stddev is <= eps and becomes 1.0
     run = differential(SOLVERS, "correlation", float(N), data, np.zeros((M, M)), np.zeros(M), np.zeros(M))
     mean, std = data.mean(0), data.std(0)
