@@ -8,7 +8,8 @@
    it converts to that float dtype, rounded to nearest with ties to even (IEEE 754
    convertFromInt; beyond the largest finite value: ±inf), exactly as ``I.cast`` converts.
    ``I.sum(x) / N``, ``beta ** t``, ``x * i`` and ``i < x[k]`` read as a Python or NumPy
-   programmer expects.
+   programmer expects. An argument of a float math builtin converts the same way, to the
+   float arguments' dtype, or to f32 (a literal's default) when there is none: ``I.sqrt(hs)``.
 3. An integer scalar stored into a float tensor, or assigned to a float variable,
    converts the same way.
 

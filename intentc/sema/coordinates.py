@@ -94,32 +94,111 @@ class Coordinates:
                 if mul is None or mul.name != "mul":
                     continue
                 for head, factor in (mul.operands, tuple(reversed(mul.operands))):
-                    if self._invariant(factor) and self._within(last, factor):
+                    if self._invariant(factor, positive=False) and self._within(last, factor):
                         parts, factors = self._raveled(head)
                         return parts + [last], factors + (self.c.prov.affine(factor),)
+        return self._raveled_after_offset(linear)
+
+    def _raveled_after_offset(self, linear: Value) -> tuple[list[Value], tuple]:
+        """``Off + X * F + j`` (summands in any order) with ``Off`` the same for every point
+        (``dinp[b, t2, 2 * C + h * hs + i]``, a window at an offset): the coordinates Off,
+        then those of X, then j. The points see one Off, so (X, j) alone decides the element;
+        the layout records the offsets, so only accesses with the same offsets compare."""
+        summands = self._summands(linear, 8)
+        offsets = [v for v in summands if self._offset(v)]
+        rest = [v for v in summands if not self._offset(v)]
+        if len(rest) != 2:
+            return [linear], ()
+        for scaled, last in (rest, rest[::-1]):
+            mul = self.c.defs.get(id(scaled))
+            if mul is None or mul.name != "mul":
+                continue
+            for head, factor in (mul.operands, tuple(reversed(mul.operands))):
+                if self._invariant(factor, positive=False) and self._within(last, factor):
+                    parts, factors = self._raveled(head)
+                    return offsets + parts + [last], (("offset", len(offsets)),) + factors + \
+                        (self.c.prov.affine(factor),)
         return [linear], ()
+
+    def _summands(self, value: Value, depth: int) -> list[Value]:
+        op = self.c.defs.get(id(value))
+        if depth and op is not None and op.name == "add":
+            return [v for operand in op.operands for v in self._summands(operand, depth - 1)]
+        return [value]
+
+    def _offset(self, value: Value) -> bool:
+        """An affine summand free of the points and of anything that varies within them."""
+        form = self.c.scalar_form(value)
+        return form is not None and \
+            all(self.c.classify(k, self.parallels, self.points) == "invariant" for k, _ in form.terms)
 
     def _within(self, index: Value, extent: Value) -> bool:
         prov = self.c.prov
-        if not prov.representable(index) or not prov.representable(extent):
+        if not prov.representable(index):
             return False
-        lowers, uppers = prov.bounds(prov.affine(index))
-        top = prov.affine(extent)
-        return any(prov.provably_nonnegative(lo) for lo in lowers) and \
-            any(prov.provably_nonnegative(top - hi) for hi in uppers)
+        if prov.representable(extent):
+            lowers, uppers = prov.bounds(prov.affine(index))
+            top = prov.affine(extent)
+            if any(prov.provably_nonnegative(lo) for lo in lowers) and \
+                    any(prov.provably_nonnegative(top - hi) for hi in uppers):
+                return True
+        return self._within_domain(index, extent)
 
-    def _invariant(self, value: Value) -> bool:
+    def _within_domain(self, index: Value, extent: Value) -> bool:
+        """``p + c`` with the point ``p`` over a unit-step domain ``[begin, end)``, where
+        ``begin + c >= 0`` and ``extent - end - c`` is a constant ``>= 0`` as polynomials:
+        the window ``x[h * F:(h + 1) * F]`` has the extent ``(h + 1) * F - h * F``, which is
+        ``F``, and ``F = C // NH`` is an opaque atom that both sides share."""
+        prov = self.c.prov
+        form = prov.affine(index)
+        if len(form.terms) != 1 or form.terms[0][1] != 1:
+            return False
+        domain = prov.point_domain.get(form.terms[0][0])
+        op = self.c.defs.get(id(domain)) if domain is not None else None
+        if op is None or op.name != "domain" or prov._const(op.operands[2]) != 1 or \
+                not prov.representable(op.operands[0]) or \
+                not prov.provably_nonnegative(prov.affine(op.operands[0]).shift(form.const)):
+            return False
+        gap = _poly_add(self._polynomial(extent), _poly_scale(self._polynomial(op.operands[1]), -1))
+        return set(gap) <= {()} and gap.get((), 0) - form.const >= 0
+
+    def _polynomial(self, value: Value, depth: int = 0) -> dict:
+        """``value`` as a polynomial of opaque atoms (``{monomial: coefficient}``, a monomial a
+        sorted tuple of atom keys) through ``+ - *`` of index values; anything else is an atom."""
+        prov = self.c.prov
+        const = prov._const(value)
+        if const is not None:
+            return {(): const} if const else {}
+        op = self.c.defs.get(id(value))
+        if op is not None and depth < 16 and op.name in ("add", "sub", "mul", "neg"):
+            parts = [self._polynomial(v, depth + 1) for v in op.operands]
+            if op.name == "add":
+                return _poly_add(*parts)
+            if op.name == "sub":
+                return _poly_add(parts[0], _poly_scale(parts[1], -1))
+            if op.name == "neg":
+                return _poly_scale(parts[0], -1)
+            product: dict = {}
+            for ma, ca in parts[0].items():
+                for mb, cb in parts[1].items():
+                    product = _poly_add(product, {tuple(sorted(ma + mb)): ca * cb})
+            return product
+        return {(prov.find(id(value)),): 1}
+
+    def _invariant(self, value: Value, positive: bool = True) -> bool:
         """A divisor or factor that is the same for every point: affine in values defined
-        outside the parallel loops, and positive-or-checked (an extent, or a constant > 0)."""
+        outside the parallel loops (an opaque one, ``hs = C // NH``, is an atom), and for a
+        divisor positive-or-checked (an extent, or a constant > 0). A factor ``F`` of
+        ``X * F + j`` needs no sign: ``0 <= j < F`` is proven, so no point writes when ``F <= 0``."""
         prov = self.c.prov
         const = prov._const(value)
         if const is not None:
             return const > 0
-        if not prov.representable(value):
+        form = self.c.scalar_form(value)
+        if form is None:
             return False
-        form = prov.affine(value)
         return all(self.c.classify(k, self.parallels, self.points) == "invariant" for k, _ in form.terms) and \
-            (prov.provably_nonnegative(form) or not form.terms)
+            (not positive or prov.provably_nonnegative(form) or not form.terms)
 
     def _same(self, a: Value, b: Value) -> bool:
         if a is b:
@@ -177,3 +256,14 @@ class Coordinates:
             else:
                 return None  # a reshape (no affine composition) or a computed value
             value = rel.operands[0]
+
+
+def _poly_add(a: dict, b: dict) -> dict:
+    total = dict(a)
+    for monomial, coeff in b.items():
+        total[monomial] = total.get(monomial, 0) + coeff
+    return {m: c for m, c in total.items() if c}
+
+
+def _poly_scale(a: dict, factor: int) -> dict:
+    return {m: c * factor for m, c in a.items() if c * factor}

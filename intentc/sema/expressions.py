@@ -186,6 +186,9 @@ class ExpressionBuilder(BuilderState):
             raise CarryTypeChange(error(f"loop-carried '{carried[0]}' holds a literal of dtype {value.type} and "
                                         f"meets {dtype}", span, rule="O2").diagnostics, carried[0], dtype)
         literal = self.literal_values.get(id(value))
+        if literal is None and id(value) in self.literal_choices:
+            _, a, b = self.literal_choices[id(value)]
+            return dtype if literal_fits(a, dtype) and literal_fits(b, dtype) else None
         return dtype if literal is not None and literal_fits(literal, dtype) else None
 
     def converted(self, value: Value, dtype: DType, span) -> Value:
@@ -194,6 +197,10 @@ class ExpressionBuilder(BuilderState):
         literal = self.literal_values.get(id(value))
         if literal is not None:
             return self.const(literal_as(literal, dtype), dtype, span)
+        if id(value) in self.literal_choices:  # `1 if c else 0` meeting i32: the choice of two i32s
+            cond, a, b = self.literal_choices[id(value)]
+            choices = [self.const(literal_as(v, dtype), dtype, v.span) for v in (a, b)]
+            return self.emit("select", [cond] + choices, [dtype], span=span).result
         return convert(self, value, dtype, span)
 
     def pointwise_operands(self, operands, dtype: DType, spans, span) -> list[Value]:
@@ -316,7 +323,10 @@ class ExpressionBuilder(BuilderState):
             scalar = self.scalar_of(value, dtype, span, "a branch of the conditional")
             self.block = saved
             block.ops.append(Op("yield", [scalar]))
-        return self.emit("if", [cond], [dtype], regions=[then_block, else_block], span=node.span).result
+        result = self.emit("if", [cond], [dtype], regions=[then_block, else_block], span=node.span).result
+        if isinstance(a, Literal) and isinstance(b, Literal):
+            self.literal_choices[id(result)] = (cond, a, b)
+        return result
 
     def expr_Subscript(self, node: ast.Subscript):
         base = self.tensor_operand(node.value)

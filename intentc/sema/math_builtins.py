@@ -19,6 +19,7 @@ from intentc.base import math_catalog
 from intentc.diagnostics import error
 from intentc.kir.types import BOOL, DTYPES, TensorType, element_dtype
 from intentc.sema.arguments import arity, no_keywords
+from intentc.sema.conversions import integer_scalar
 from intentc.sema.folding import fold_extremum
 from intentc.sema.values import Literal
 
@@ -31,6 +32,11 @@ def _float_operands(b, name: str, node, count: int):
     arity(node, count)
     values = [b.numeric(b.expr(a), a.span) for a in node.args]
     spans = [a.span for a in node.args]
+    floats = [element_dtype(v.type) for v in values if not isinstance(v, Literal) and element_dtype(v.type).is_float]
+    # An integer scalar converts to the float operands' dtype, or to f32 as a literal would
+    # (conversions.py): I.sqrt(hs), I.pow(x, n), I.atan2(y, N).
+    values = [b.converted(v, floats[0] if floats else _F32, s) if integer_scalar(v) else v
+              for v, s in zip(values, spans)]
     typed = [element_dtype(v.type) for v in values if not isinstance(v, Literal)]
     dtype = typed[0] if typed else _F32
     for v, s in zip(values, spans):

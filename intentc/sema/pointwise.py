@@ -11,6 +11,7 @@ from intentc.kir.core import Value
 from intentc.kir.types import BOOL, DTYPES, DType, TensorType, element_dtype
 from intentc.sema.annotations import dtype_of
 from intentc.sema.arguments import arity, is_tensor, no_keywords
+from intentc.sema.conversions import integer_scalar
 from intentc.sema.folding import fold_extremum
 from intentc.sema.shapes import broadcast_extents, broadcast_to
 from intentc.sema.values import Literal
@@ -27,6 +28,8 @@ def _unary_math(b, name: str, node):
     if isinstance(value, Literal):
         value = b.scalar_of(value, value.default_dtype if name == "abs" else DTYPES["f32"],
                             args[0].span, f"the argument of I.{name}")
+    elif name != "abs" and integer_scalar(value):  # I.sqrt(hs): an integer scalar converts (conversions.py)
+        value = b.converted(value, DTYPES["f32"], args[0].span)
     dtype = element_dtype(value.type)
     if name != "abs" and not dtype.is_float:
         raise error(f"I.{name} needs a float argument, got {dtype}", args[0].span,

@@ -47,6 +47,9 @@ class BuilderState:
         self.literal_values: dict[int, object] = {}
         # id(carried region argument) -> (name, literal) when the carried name held a literal.
         self.literal_carries: dict[int, tuple[str, object]] = {}
+        # id(value) -> (condition, literal, literal) of `1 if c else 0`: its dtype too is only the
+        # literals' default, and it takes the dtype it meets (expressions.py).
+        self.literal_choices: dict[int, tuple] = {}
 
     def emit(self, name, operands, result_types=(), attrs=None, regions=None, span=None, hint="") -> Op:
         """Append an op to the current block; MX values only move and convert (sema/mx.py)."""

@@ -100,9 +100,12 @@ def assign(b, target, value, span, value_span=None) -> None:
             dtype, previous = value.default_dtype, b.scope.get(target.id)
             if target.id.startswith(".") and isinstance(previous, Value) and isinstance(previous.type, DType):
                 dtype = previous.type  # a returned literal takes the declared result dtype (normalize.py)
+            elif isinstance(previous, Value) and isinstance(previous.type, DType) and literal_fits(value, previous.type):
+                dtype = previous.type  # `m: i32 = 0` then `m = 1`: the literal takes the name's dtype
             literal = value
             value = b.scalar_of(value, dtype, value.span, f"'{target.id}'")
-            b.literal_values[id(value)] = literal
+            if dtype == literal.default_dtype or id(previous) in b.literal_values:
+                b.literal_values[id(value)] = literal  # the dtype is the literal's until it meets another
         bind(b, target, value)
     elif isinstance(target, ast.TupleExpr):
         items = value.items if isinstance(value, TupleValue) else None

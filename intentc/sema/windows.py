@@ -279,13 +279,30 @@ def _same_shape_broadcast(b, op: Op) -> bool:
 
 
 def _extent_key(b, extent) -> tuple:
-    """An extent by how it is computed: constants by value, ``end - begin`` by its operands."""
+    """An extent by what it computes: a linear form over opaque values (constants by value,
+    ``+``, ``-`` and constant multiples folded), so ``N - 1`` and ``(N - 1) - 0`` compare
+    equal; a ``bcast_extent`` of two equal extents is that extent."""
+    return tuple(sorted(_linear(b, extent, 8).items(), key=repr))
+
+
+def _linear(b, extent, depth: int) -> dict:
     if isinstance(extent, int):
-        return "const", extent
+        return {"1": extent} if extent else {}
     op = b.defining_op.get(id(extent))
-    if op is not None and op.name == "sub":
-        return ("sub",) + tuple(_extent_key(b, v) for v in op.operands)
-    return _key(b, extent)
+    if op is not None and depth:
+        if op.name == "const":
+            return {"1": op.attrs["value"]} if op.attrs["value"] else {}
+        if op.name in ("add", "sub"):
+            left, right = (_linear(b, v, depth - 1) for v in op.operands)
+            sign = 1 if op.name == "add" else -1
+            for key, coeff in right.items():
+                left[key] = left.get(key, 0) + sign * coeff
+            return {k: c for k, c in left.items() if c}
+        if op.name == "bcast_extent":  # y[1:N] - h[0:N - 1]: two N - 1 broadcast to N - 1
+            forms = [_linear(b, v, depth - 1) for v in op.operands]
+            if forms[0] == forms[1]:
+                return forms[0]
+    return {("value", id(extent)): 1}
 
 
 def _key(b, index: Value) -> tuple:
@@ -293,6 +310,8 @@ def _key(b, index: Value) -> tuple:
     op = b.defining_op.get(id(index))
     if op is not None and op.name == "const":
         return "const", op.attrs["value"]
+    if op is not None and op.name == "cast":  # dwte[ix, :] += row: each side converts ix to index
+        return "cast", str(index.type), _key(b, op.operands[0])
     return "value", id(index)
 
 

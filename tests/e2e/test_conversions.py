@@ -59,6 +59,30 @@ def nested_carry(x: f64[N], out: mut f64[1]):
 def literal_meets_f64(x: f64[N]) -> f64[N]:
     t = 0.1
     return x * t
+
+@intent.kernel
+def math_of_integers(x: f64[N], scalars: mut f32[2]) -> f64[N]:
+    h = N // 2
+    scalars[0] = 1.0 / I.sqrt(h)
+    scalars[1] = I.atan2(h, 3.0)
+    return I.pow(x, h) + I.hypot(x, N)
+
+@intent.fn
+def match(b1: i32, b2: i32) -> i32:
+    return 1 if b1 + b2 == 3 else 0
+
+@intent.kernel
+def literal_choices(seq: i32[N], out: mut i32[N], f: mut f64[N]):
+    for i in I.parallel(range(N)):
+        out[i] = seq[i] + (1 if seq[i] == 2 else 0) + match(seq[i], 1)
+        f[i] = 1.5 if seq[i] > 1 else 0.1
+
+@intent.kernel
+def typed_name_takes_literals(x: i32[N]) -> i32[N]:
+    m: i32 = 0
+    if N > 2:
+        m = 1
+    return x + m
 """
 
 
@@ -100,3 +124,34 @@ def test_a_literal_takes_the_dtype_it_meets(differential):
     assert run.args[1].tolist() == [total]
     run = differential(SOURCE, "literal_meets_f64", v)
     np.testing.assert_array_equal(run.result, v * 0.1)  # f64's 0.1, not f32's
+
+
+def test_integer_scalars_convert_in_math_builtins(differential):
+    # I.sqrt(hs) (llm.c's attention scale): f32, as a literal argument would be; with a float
+    # partner the partner's dtype (I.pow(x, h) is f64 for an f64 x)
+    x = np.linspace(0.5, 2.0, 7)
+    run = differential(SOURCE, "math_of_integers", x, np.zeros(2, np.float32))
+    assert run.args[1][0] == np.float32(1.0) / np.sqrt(np.float32(3))  # sqrt is correctly rounded
+    np.testing.assert_allclose(run.args[1][1], np.arctan2(3.0, 3.0), rtol=1e-7)
+    np.testing.assert_allclose(run.result, x ** 3 + np.hypot(x, 7.0), rtol=1e-15)
+
+
+def test_a_literal_assigned_to_a_typed_name_takes_its_dtype(differential):
+    x = np.arange(4, dtype=np.int32)
+    run = differential(SOURCE, "typed_name_takes_literals", x)
+    assert run.result.dtype == np.int32 and run.result.tolist() == [1, 2, 3, 4]
+    from intentc.diagnostics import CompileError
+    from intentc.driver import frontend
+
+    bad = "import intent as I\n\n@intent.kernel\ndef k(x: i32[N]):\n    m: i32 = 0\n    m = 1.5\n"
+    with pytest.raises(CompileError, match="'m' changes type from i32 to f32"):
+        frontend(bad, "bad.intent")
+
+
+def test_a_choice_of_two_literals_takes_the_dtype_it_meets(differential):
+    # `1 if c else 0` is i32 beside an i32 and as an i32 helper's result; 0.1 stored into
+    # f64 is f64's 0.1
+    seq = np.array([0, 1, 2, 3], np.int32)
+    run = differential(SOURCE, "literal_choices", seq, np.zeros(4, np.int32), np.zeros(4))
+    assert run.args[1].dtype == np.int32 and run.args[1].tolist() == [0, 1, 4, 3]
+    assert run.args[2].tolist() == [0.1, 0.1, 1.5, 1.5]

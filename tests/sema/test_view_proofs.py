@@ -39,9 +39,44 @@ ACCEPTED = {
         FLAT + "    grid = out.reshape([R, C])\n    for i, j in I.parallel(x.axis(0), x.axis(1)):\n"
                "        grid[i, j] = x[i, j]\n",
         FLAT + "    for i, j in I.parallel(x.axis(0), x.axis(1)):\n        out[i * C + j] = x[i, j]\n"),
+    "head window": (  # llm.c's out + h * hs: the window's extent (h + 1) * D - h * D is D
+        "@intent.kernel\ndef k(x: f32[B, H, D], out: mut f32[B, H * D]):\n"
+        "    for b, h in I.parallel(x.axis(0), x.axis(1)):\n        o = out[b, h * D:(h + 1) * D]\n"
+        "        o[:] = x[b, h, :]\n",
+        "@intent.kernel\ndef k(x: f32[B, H, D], out: mut f32[B, H * D]):\n"
+        "    for b, h in I.parallel(x.axis(0), x.axis(1)):\n        for d in I.parallel(x.axis(2)):\n"
+        "            out[b, h * D + d] = x[b, h, d]\n"),
+    "head window of a computed width": (  # hs = C // NH is one opaque value for every point
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, C], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        o = out[b, h * hs:(h + 1) * hs]\n"
+        "        o[:] = x[b, h * hs:(h + 1) * hs]\n",
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, C], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        for d in range(hs):\n"
+        "            out[b, h * hs + d] = x[b, h * hs + d]\n"),
+    "head window at an offset": (  # the key block of qkv: C + h * hs, the same C for every point
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, 2 * C], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        o = out[b, C + h * hs:C + (h + 1) * hs]\n"
+        "        o[:] += x[b, h * hs:(h + 1) * hs]\n",
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, 2 * C], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        for d in range(hs):\n"
+        "            out[b, C + h * hs + d] += x[b, h * hs + d]\n"),
 }
 
 REFUSED = {
+    "a head window whose offset moves with the point": (
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, M], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        o = out[b, h + h * hs:h + (h + 1) * hs]\n"
+        "        for d in o.axis(0):\n            o[d] = 1.0\n",
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, M], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        for d in range(hs):\n"
+        "            out[b, h + h * hs + d] = 1.0\n"),
+    "overlapping head windows": (  # one element more than the width: neighbouring heads meet
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, M], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        o = out[b, h * hs:(h + 1) * hs + 1]\n"
+        "        for d in o.axis(0):\n            o[d] = 1.0\n",
+        "@intent.kernel\ndef k(x: f32[B, C], out: mut f32[B, M], heads: f32[NH]):\n    hs = C // NH\n"
+        "    for b, h in I.parallel(x.axis(0), heads.axis(0)):\n        for d in range(hs + 1):\n"
+        "            out[b, h * hs + d] = 1.0\n"),
     "every point writes one row": (
         HEAD + "    for r in I.parallel(x.axis(0)):\n        o = out[0, :]\n        for c in o.axis(0):\n"
                "            o[c] = x[r, c]\n",
