@@ -139,6 +139,13 @@ def main(ctx, cmake_dir, make_dir, docs_dir):
         ctx.exit(2)
 
 
+def include_option(command):
+    return click.option("-I", "--include-dir", "include_dirs", multiple=True, metavar="DIR",
+                        type=click.Path(file_okay=False),
+                        help="Also look for imported modules in DIR, after the folder of the importing file "
+                             "(repeatable, searched in order; docs/language.md, \"Imports\").")(command)
+
+
 def _prefix_pair(ctx, param, values):
     pairs = []
     for value in values:
@@ -183,10 +190,11 @@ def _prefix_pair(ctx, param, values):
                    "(INTENT_E_SANITIZER, naming the law and helpers) if a helper law does not hold (R2, R6; "
                    "CPU targets). Repeatable.")
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
+@include_option
 @color_option
 @_diagnosed
 def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, prefix_map, prefix, no_cache,
-          verbose, sanitize, verify_each):
+          verbose, sanitize, verify_each, include_dirs):
     """Compile SOURCE into OUTPUT."""
     from intentc import build_cache
     from intentc.driver import StageTimer, build as build_files
@@ -199,7 +207,8 @@ def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, 
     try:
         written = build_files(source, output, target, cpu, emit_header, depfile, sanitize=tuple(sanitize),
                               header=header, emit_llvm=emit_llvm, file_prefix_map=prefix_map,
-                              cache=not no_cache and build_cache.enabled(), timer=timer, prefix=prefix)
+                              cache=not no_cache and build_cache.enabled(), timer=timer, prefix=prefix,
+                              include_dirs=include_dirs)
     except CompileError as exc:
         progress.stop()
         _fail(exc)
@@ -272,15 +281,17 @@ def _request_verify_each() -> None:
 @click.option("--target", default="host", show_default=True,
               help="The target whose lowering is checked too (what `build --target` would refuse).")
 @click.option("--cpu", default="native", show_default=True)
+@include_option
 @color_option
 @_diagnosed
-def check(source, target, cpu):
+def check(source, target, cpu, include_dirs):
     """Check SOURCE and print its diagnostics (exit 1 on errors): every error `build` would
     report for the target, up to LLVM IR (no optimisation, no object code, nothing written)."""
-    from intentc.driver import compile_source, read_source
+    from intentc.driver import compile_source, read_source, search_path
 
     try:
-        compiled = compile_source(read_source(source), source, target=target, cpu=cpu, optimize_ir=False)
+        compiled = compile_source(read_source(source), source, target=target, cpu=cpu, optimize_ir=False,
+                                  search=search_path(include_dirs))
     except CompileError as exc:
         _fail(exc)
     from intentc.source import display_path
@@ -311,20 +322,22 @@ def _known_pass(ctx, param, value):
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
 @click.option("--target", default="host", show_default=True)
 @click.option("--cpu", default="native", show_default=True)
+@include_option
 @color_option
 @_diagnosed
-def explain(source, stage, print_after, verify_each, target, cpu):
+def explain(source, stage, print_after, verify_each, target, cpu, include_dirs):
     """Show SOURCE at one stage of the pipeline."""
     if verify_each:
         _request_verify_each()
-    from intentc.driver import compile_source, frontend, read_source
+    from intentc.driver import compile_source, frontend, read_source, search_path
 
+    search = search_path(include_dirs)
     try:
         text = read_source(source)
         if print_after:
             from intentc.lower.pipeline import lower
 
-            lower(frontend(text, source), print_after=print_after,
+            lower(frontend(text, source, search=search), print_after=print_after,
                   log=lambda name, ir: click.echo(f"// ----- after {name} -----\n{ir}"))
             return
         if stage == "ast":
@@ -335,9 +348,10 @@ def explain(source, stage, print_after, verify_each, target, cpu):
             from intentc.kir.printer import print_module
             from intentc.kir.provenance import annotate
 
-            click.echo(print_module(frontend(text, source), annotate=annotate), nl=False)
+            click.echo(print_module(frontend(text, source, search=search), annotate=annotate), nl=False)
         else:
-            compiled = compile_source(text, source, target, cpu, optimize_ir=stage in ("llvm-opt", "asm"))
+            compiled = compile_source(text, source, target, cpu, optimize_ir=stage in ("llvm-opt", "asm"),
+                                      search=search)
             if stage == "lowered":
                 from intentc.kir.printer import print_module
                 from intentc.kir.provenance import annotate

@@ -30,14 +30,6 @@ class Signature:
     span: Span  # the function's name
 
 
-def check_imports(tree: ast.Module) -> None:
-    """A program imports exactly ``intent as I``."""
-    for imp in tree.imports:
-        if imp.module != "intent" or imp.alias != "I":
-            raise error(f"unknown import '{imp.module} as {imp.alias}'", imp.span,
-                        hint="Intent programs begin with `import intent as I`")
-
-
 def signature(fn: ast.FunctionDef) -> Signature:
     """The signature of ``fn``, or the first diagnostic about its parameters and results (S1, R4)."""
     if fn.kind == "kernel":
