@@ -20,7 +20,7 @@ from intentc.diagnostics import error, quote
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
-from intentc.sema import conversions, windows
+from intentc.sema import conversions, strided, windows
 from intentc.sema.conversions import CarryTypeChange, literal_fits
 from intentc.sema.builtins import call_builtin
 from intentc.sema.folding import fold_binary, fold_compare, fold_unary
@@ -344,6 +344,8 @@ class ExpressionBuilder(BuilderState):
             return subregion(self, base, node)
         if not isinstance(base, Value) or not isinstance(base.type, TensorType):
             raise error("only tensors, domains and tuples can be indexed", node.value.span)
+        if strided.has_step(node):  # an indexed relation, read as a gather (D7)
+            return strided.strided_read(self, base, node)
         if any(isinstance(item, ast.Slice) for item in node.indices):
             return view(self, base, node)
         return subscript_read(self, base, node)  # a load, or a gather for tensor indices (M1)
