@@ -20,8 +20,8 @@ import dataclasses
 from intentc.diagnostics import CompileError, error
 from intentc.kir.core import Function, Module, Param, Value
 from intentc.kir.extents import build as build_extent
-from intentc.kir.extents import is_expression
-from intentc.kir.types import INDEX, DType, TensorType
+from intentc.kir.extents import is_expression, solvable
+from intentc.kir.types import BOOL, INDEX, DType, TensorType
 from intentc.parse import ast
 from intentc.parse.modules import Program, single
 from intentc.sema.imports import kir_name, namespaces
@@ -186,6 +186,10 @@ class FunctionBuilder(ExpressionBuilder):
                     self.scope[extent] = dim
                     self.readonly[extent] = "an extent"
             self.shapes[id(value)] = shape
+        for value, axis, extent, ast_param in expressions:  # names only these axes give: solved (S1)
+            solved = solvable(extent)
+            if solved is not None and solved[0] not in extent_values:
+                self.solve_extent(value, axis, extent, ast_param, *solved)
         for value, axis, extent, ast_param in expressions:
             span = ast_param.span
             want = build_extent(extent, lambda name: extent_values[name][0], lambda c: self.const(c, INDEX, span),
@@ -201,6 +205,32 @@ class FunctionBuilder(ExpressionBuilder):
         self.emit("return", results, span=ret.span if ret else fn.span)
         return Function(fn.name, fn.kind, params, [a.type for a in sig.results], self.block,
                         [a.extents for a in sig.results], fn.span)
+
+    def solve_extent(self, value: Value, axis: int, extent: str, ast_param, name: str, c: int, k: int) -> None:
+        """Bind ``name`` from the axis whose extent is ``c * name + k``: ``(dim - k) / c``, checked
+        on entry to be a whole, non-negative number (S1)."""
+        span = ast_param.span
+        where = f"{ast_param.name}.shape[{axis}]"
+        if isinstance(self.scope.get(name), (ConstantRef, ModuleRef)) or \
+                (name in self.scope and not isinstance(self.scope[name], FunctionRef)):
+            raise error(f"extent name '{name}' is also a parameter or module-level name", span, rule="S1",
+                        hint="rename the extent")
+        dim = self.emit("dim", [value], [INDEX], {"axis": axis}, span=span).result
+        rest = self.emit("sub", [dim, self.const(k, INDEX, span)], [INDEX], span=span).result if k else dim
+        zero = self.const(0, INDEX, span)
+        ok = self.emit("cmp", [zero, rest], [BOOL], {"pred": "le"}, span=span).result
+        if c != 1:
+            remainder = self.emit("mod", [rest, self.const(c, INDEX, span)], [INDEX], span=span).result
+            whole = self.emit("cmp", [remainder, zero], [BOOL], {"pred": "eq"}, span=span).result
+            ok = self.emit("and", [ok, whole], [BOOL], span=span).result
+        if k > 0 or c != 1:
+            self.emit("assert_true", [ok, dim], span=span, attrs={
+                "what": f"extent {extent}: {where} = %lld is not {extent} for any extent {name} >= 0", "rule": "S1"})
+        solved = rest if c == 1 else self.emit("floordiv", [rest, self.const(c, INDEX, span)], [INDEX], span=span,
+                                               hint=name).result
+        self.named_extents[name] = (solved, f"({where} - {k}) / {c}" if c != 1 else f"{where} - {k}")
+        self.scope[name] = solved
+        self.readonly[name] = "an extent"
 
     def return_values(self, ret: ast.Return | None) -> list[Value]:
         sig = self.sig
