@@ -12,6 +12,7 @@
 #                     [CPU <cpu>]                           # default: ${INTENTC_CPU}
 #                     [OUTPUT_NAME <stem>]                  # default: the source's stem (<stem>.h)
 #                     [PREFIX <name>]                       # the kernels' C symbols: <name> + kernel name
+#                     [INCLUDE_DIRS <dir>...]               # -I: folders searched for imported modules
 #                     [FLAGS <extra intentc build flags>...])
 #
 # find_package(intentc 0.1) checks the version (intentcConfigVersion.cmake: the same major
@@ -67,7 +68,8 @@ cmake_policy(PUSH)
 cmake_policy(VERSION 3.20)
 
 function(intentc_add_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "STATIC;SHARED;OBJECT" "SOURCE;TARGET;CPU;OUTPUT_NAME;PREFIX" "FLAGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "STATIC;SHARED;OBJECT" "SOURCE;TARGET;CPU;OUTPUT_NAME;PREFIX"
+                        "FLAGS;INCLUDE_DIRS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "intentc_add_library(${name}): unexpected arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -114,6 +116,14 @@ function(intentc_add_library name)
     set(prefix_flag --prefix "${arg_PREFIX}")
   endif()
 
+  # Imported modules are found beside the source, then in each INCLUDE_DIRS folder (relative
+  # ones are relative to this source folder), in order; the depfile lists each imported file.
+  set(include_flags)
+  foreach(include_dir IN LISTS arg_INCLUDE_DIRS)
+    get_filename_component(include_dir "${include_dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND include_flags -I "${include_dir}")
+  endforeach()
+
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/intentc/${name}")
   set(output "${dir}/${stem}${suffix_${kind}}")
   if(kind STREQUAL "SHARED")
@@ -132,7 +142,7 @@ function(intentc_add_library name)
     BYPRODUCTS "${dir}/${stem}.h" "${dir}/intent_runtime.h"
     COMMAND ${INTENTC_EXECUTABLE} build "${source}" -o "${output}" --target "${target}" --cpu "${cpu}"
             --header "${dir}/${stem}.h" --depfile "${output}.d"
-            --file-prefix-map "${CMAKE_CURRENT_SOURCE_DIR}/=" ${prefix_flag} ${arg_FLAGS}
+            --file-prefix-map "${CMAKE_CURRENT_SOURCE_DIR}/=" ${include_flags} ${prefix_flag} ${arg_FLAGS}
     DEPENDS "${source}"
     DEPFILE "${output}.d"
     COMMENT "intentc: building ${name} (${target}) from ${arg_SOURCE}"

@@ -13,16 +13,19 @@ __all__ = ["__version__", "load", "load_source", "compile", "interpret", "Kernel
 
 
 def compile(source_text: str, *, name: str = "kernels", target: str | None = None, cpu: str = "native",
-            sanitize: tuple[str, ...] = (), cache: bool | None = None):
+            sanitize: tuple[str, ...] = (), cache: bool | None = None, include_dirs=()):
     """Compile Intent source text into a shared library and return its path.
 
     Messages name the source ``<name>.intent``. The library lies in the build cache
     (``intentc.build_cache``; ``cache=False`` or ``INTENTC_NO_CACHE=1``: in a new temporary
     folder), at a path of its own for each text and flags, so ``intentc.load`` of it never
-    returns a library loaded from another text. Raises ``CompileError`` for a bad program."""
+    returns a library loaded from another text. Modules the text imports (``from common import f``)
+    are found in the working directory, then in ``include_dirs`` (a folder or a list, as ``-I``).
+    Raises ``CompileError`` for a bad program."""
     from intentc.driver import compile_text
 
-    return compile_text(source_text, name=name, target=target, cpu=cpu, sanitize=tuple(sanitize), cache=cache)
+    return compile_text(source_text, name=name, target=target, cpu=cpu, sanitize=tuple(sanitize), cache=cache,
+                        include_dirs=include_dirs)
 
 
 def load_source(source_text: str, **options):

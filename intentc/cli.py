@@ -150,12 +150,13 @@ def remarks_options(command):
                              "its reason. --remarks=missed (or applied, analysis) prints one kind.")(command)
 
 
-def _print_remarks(source, target, cpu, sanitize, which, form, out_err: bool = True) -> None:
+def _print_remarks(source, target, cpu, sanitize, which, form, include_dirs=(), out_err: bool = True) -> None:
     """Compute and print the schedule remarks of SOURCE (stderr, or stdout for explain)."""
-    from intentc.driver import read_source, schedule_remarks
+    from intentc.driver import read_source, schedule_remarks, search_path
     from intentc.lower.remarks import render_json, render_text, select
 
-    chosen = select(schedule_remarks(read_source(source), source, target, cpu, sanitize=tuple(sanitize)), which)
+    chosen = select(schedule_remarks(read_source(source), source, target, cpu, sanitize=tuple(sanitize),
+                                     search=search_path(include_dirs)), which)
     if form == "json":
         click.echo(render_json(chosen), nl=False, err=out_err)
     elif out_err:
@@ -163,6 +164,13 @@ def _print_remarks(source, target, cpu, sanitize, which, form, out_err: bool = T
             render_rich(_with_installed_docs([remark.diagnostic()]), _console())
     else:
         click.echo(render_text(chosen), nl=False)
+
+
+def include_option(command):
+    return click.option("-I", "--include-dir", "include_dirs", multiple=True, metavar="DIR",
+                        type=click.Path(file_okay=False),
+                        help="Also look for imported modules in DIR, after the folder of the importing file "
+                             "(repeatable, searched in order; docs/language.md, \"Imports\").")(command)
 
 
 def _prefix_pair(ctx, param, values):
@@ -210,10 +218,11 @@ def _prefix_pair(ctx, param, values):
                    "CPU targets). Repeatable.")
 @click.option("--verify-each", is_flag=True, help="Verify the IR after every lowering pass (debugging).")
 @remarks_options
+@include_option
 @color_option
 @_diagnosed
 def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, prefix_map, prefix, no_cache,
-          verbose, sanitize, verify_each, remarks, remarks_format):
+          verbose, sanitize, verify_each, remarks, remarks_format, include_dirs):
     """Compile SOURCE into OUTPUT."""
     from intentc import build_cache
     from intentc.driver import StageTimer, build as build_files
@@ -226,14 +235,15 @@ def build(source, output, target, cpu, emit_header, header, emit_llvm, depfile, 
     try:
         written = build_files(source, output, target, cpu, emit_header, depfile, sanitize=tuple(sanitize),
                               header=header, emit_llvm=emit_llvm, file_prefix_map=prefix_map,
-                              cache=not no_cache and build_cache.enabled(), timer=timer, prefix=prefix)
+                              cache=not no_cache and build_cache.enabled(), timer=timer, prefix=prefix,
+                              include_dirs=include_dirs)
     except CompileError as exc:
         progress.stop()
         _fail(exc)
     finally:
         progress.stop()
     if remarks:
-        _print_remarks(source, target, cpu, sanitize, remarks, remarks_format)
+        _print_remarks(source, target, cpu, sanitize, remarks, remarks_format, include_dirs)
     if verbose:
         from intentc.source import display_path
 
@@ -302,20 +312,22 @@ def _request_verify_each() -> None:
               help="The target whose lowering is checked too (what `build --target` would refuse).")
 @click.option("--cpu", default="native", show_default=True)
 @remarks_options
+@include_option
 @color_option
 @_diagnosed
-def check(source, target, cpu, remarks, remarks_format):
+def check(source, target, cpu, remarks, remarks_format, include_dirs):
     """Check SOURCE and print its diagnostics (exit 1 on errors): every error `build` would
     report for the target, up to LLVM IR (no optimisation, no object code, nothing written).
     With --remarks, also the schedule remarks (which optimise, to know the vector widths)."""
-    from intentc.driver import compile_source, read_source
+    from intentc.driver import compile_source, read_source, search_path
 
     try:
-        compiled = compile_source(read_source(source), source, target=target, cpu=cpu, optimize_ir=False)
+        compiled = compile_source(read_source(source), source, target=target, cpu=cpu, optimize_ir=False,
+                                  search=search_path(include_dirs))
     except CompileError as exc:
         _fail(exc)
     if remarks:
-        _print_remarks(source, target, cpu, (), remarks, remarks_format)
+        _print_remarks(source, target, cpu, (), remarks, remarks_format, include_dirs)
     from intentc.source import display_path
 
     count = len(compiled.kir.kernels)
@@ -347,24 +359,26 @@ def _known_pass(ctx, param, value):
 @click.option("--cpu", default="native", show_default=True)
 @click.option("--remarks-format", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="With --stage schedule: text (like diagnostics) or one JSON document.")
+@include_option
 @color_option
 @_diagnosed
-def explain(source, stage, print_after, verify_each, target, cpu, remarks_format):
+def explain(source, stage, print_after, verify_each, target, cpu, remarks_format, include_dirs):
     """Show SOURCE at one stage of the pipeline."""
     if verify_each:
         _request_verify_each()
-    from intentc.driver import compile_source, frontend, read_source
+    from intentc.driver import compile_source, frontend, read_source, search_path
 
+    search = search_path(include_dirs)
     try:
         text = read_source(source)
         if print_after:
             from intentc.lower.pipeline import lower
 
-            lower(frontend(text, source), print_after=print_after,
+            lower(frontend(text, source, search=search), print_after=print_after,
                   log=lambda name, ir: click.echo(f"// ----- after {name} -----\n{ir}"))
             return
         if stage == "schedule":
-            _print_remarks(source, target, cpu, (), "all", remarks_format, out_err=False)
+            _print_remarks(source, target, cpu, (), "all", remarks_format, include_dirs, out_err=False)
         elif stage == "ast":
             from intentc.parse import parse_source
 
@@ -373,9 +387,10 @@ def explain(source, stage, print_after, verify_each, target, cpu, remarks_format
             from intentc.kir.printer import print_module
             from intentc.kir.provenance import annotate
 
-            click.echo(print_module(frontend(text, source), annotate=annotate), nl=False)
+            click.echo(print_module(frontend(text, source, search=search), annotate=annotate), nl=False)
         else:
-            compiled = compile_source(text, source, target, cpu, optimize_ir=stage in ("llvm-opt", "asm"))
+            compiled = compile_source(text, source, target, cpu, optimize_ir=stage in ("llvm-opt", "asm"),
+                                      search=search)
             if stage == "lowered":
                 from intentc.kir.printer import print_module
                 from intentc.kir.provenance import annotate

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from intentc import build_cache
 from intentc.base.atomic_files import staged
+from intentc.base.module_search import SearchPath, map_prefix  # noqa: F401 - map_prefix is public here
 from intentc.diagnostics import CompileError, error
 from intentc.resources import doc_reference
 from intentc.source import display_path
@@ -29,6 +30,7 @@ class Compiled:
     manifest: dict
     optimized: object = None  # llvmlite binding module
     spec: object = None
+    imported: tuple = ()  # the paths of the files the source imports, as found
 
 
 def module_name(path: str) -> str:
@@ -36,16 +38,25 @@ def module_name(path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", stem) or "module"
 
 
-def frontend(text: str, path: str, module: str | None = None) -> Module:
+def frontend(text: str, path: str, module: str | None = None, search: SearchPath | None = None,
+             origin: str | None = None) -> Module:
     """Parse and check a source; returns verified KIR (before lowering). ``path`` names the
-    source in messages; ``module`` names the module (default: from ``path``'s stem)."""
+    source in messages; ``module`` names the module (default: from ``path``'s stem). Imported
+    modules are found beside ``origin`` (where the source lies; default ``path``), then on
+    ``search``'s include folders (docs/language.md, "Imports")."""
+    return _frontend(text, path, module, search, origin)[0]
+
+
+def _frontend(text: str, path: str, module: str | None, search: SearchPath | None, origin: str | None):
+    """(verified KIR, the paths of the imported files)."""
     from intentc.kir.ops import VerifyError
     from intentc.kir.verifier import verify_module
-    from intentc.parse import parse_source
+    from intentc.parse.modules import load_program
     from intentc.sema import build_module
 
     try:
-        kir = build_module(parse_source(text, path), module or module_name(path))
+        program = load_program(text, path, origin, search or SearchPath())
+        kir = build_module(program, module or module_name(path))
     except RecursionError:  # a safety net: the parser's nesting limit keeps sema well inside the stack
         raise _too_deep() from None
     try:
@@ -53,16 +64,18 @@ def frontend(text: str, path: str, module: str | None = None) -> Module:
     except VerifyError as exc:  # a compiler bug, reported as such rather than a traceback
         raise error(f"internal error: the compiler built invalid KIR: {exc}",
                     hint="please report this with the source file") from None
-    return kir
+    return kir, tuple(program.files)
 
 
 @functools.lru_cache(maxsize=128)
-def _cached_frontend(text: str, path: str) -> Module:
-    return frontend(text, path)
+def _cached_frontend(text: str, path: str, search: SearchPath, imported: tuple) -> Module:
+    # ``imported``: the texts of the files the source imports, so an edit of one is a new entry
+    return frontend(text, path, search=search)
 
 
-def load_module(source_or_path) -> Module:
-    """A KIR module from source text, a ``.intent`` path, or a ``Module`` as is."""
+def load_module(source_or_path, include_dirs=()) -> Module:
+    """A KIR module from source text, a ``.intent`` path, or a ``Module`` as is. Imports are
+    found beside the file (for source text: in the working directory), then in ``include_dirs``."""
     from intentc.kir.core import Module
 
     if isinstance(source_or_path, Module):
@@ -71,13 +84,32 @@ def load_module(source_or_path) -> Module:
         source_or_path = str(source_or_path)
     if not isinstance(source_or_path, str):
         raise TypeError(f"expected Intent source text or a path, got {type(source_or_path).__name__}")
+    search = search_path(include_dirs)
     if "\n" in source_or_path or not source_or_path.endswith(".intent"):
-        return _cached_frontend(source_or_path, "<source>.intent")
-    return _cached_frontend(read_source(source_or_path), source_or_path)
+        text, path = source_or_path, "<source>.intent"
+    else:
+        text, path = read_source(source_or_path), source_or_path
+    return _cached_frontend(text, path, search, _imported_texts(text, path, search))
+
+
+def search_path(include_dirs=(), prefix_map: tuple[tuple[str, str], ...] = ()) -> SearchPath:
+    """The include folders (``-I``) of a build as ``SearchPath`` (a single folder may be given alone)."""
+    if isinstance(include_dirs, (str, os.PathLike)):
+        include_dirs = (include_dirs,)
+    return SearchPath(tuple(os.fspath(d) for d in include_dirs), tuple(prefix_map))
+
+
+def _imported_texts(text: str, path: str, search: SearchPath) -> tuple | None:
+    """(path, text) of every file ``text`` imports as the import lines say, or None when one is
+    missing (``intentc.base.module_search.imported_files``)."""
+    from intentc.base.module_search import imported_files
+
+    found = imported_files(text, path, search, _read_quickly)
+    return None if found is None else tuple(found)
 
 
 def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str = "forward", seed: int = 0,
-              sanitize: str | None = None, **kwargs):
+              sanitize: str | None = None, include_dirs=(), **kwargs):
     """Run ``kernel`` of an Intent program in the reference interpreter (``intentc/interp/``).
 
     ``source_or_path`` is source text (a string with a newline, or not ending in
@@ -93,11 +125,12 @@ def interpret(source_or_path, kernel: str, *args, out=None, parallel_order: str 
     ``sanitize="unique"`` a ``unique=True`` scatter that writes one element twice
     (``intentc.interp.UniqueViolation``, M4); ``"race,unique"`` does both. (A kernel whose
     parameters are named ``parallel_order``, ``seed`` or ``sanitize`` can be run with
-    ``intentc.interp.Interpreter(module).call(...)``.)
+    ``intentc.interp.Interpreter(module).call(...)``.) ``include_dirs``: the folders searched
+    for imported modules after the one beside the source (``-I``).
     """
     from intentc.interp import interpret_module
 
-    return interpret_module(load_module(source_or_path), kernel, *args, out=out, parallel_order=parallel_order,
+    return interpret_module(load_module(source_or_path, include_dirs), kernel, *args, out=out, parallel_order=parallel_order,
                             seed=seed, sanitize=sanitize, **kwargs)
 
 
@@ -173,21 +206,13 @@ class StageTimer:
             self.times.append((name, time.perf_counter() - start))
 
 
-def map_prefix(path: str, prefix_map: tuple[tuple[str, str], ...] = ()) -> str:
-    """``path`` as artifacts and messages show it: the path as given (a relative path stays
-    relative), with the last ``(OLD, NEW)`` of ``prefix_map`` whose OLD begins it replaced by NEW,
-    as gcc's ``-ffile-prefix-map`` does."""
-    for old, new in reversed(prefix_map):
-        if old and path.startswith(old):
-            return new + path[len(old):]
-    return path
-
-
 def compile_source(text: str, path: str, target: str | None = None, cpu: str = "native",
                    optimize_ir: bool = True, sanitize: tuple[str, ...] = (), timer: StageTimer | None = None,
-                   module: str | None = None, prefix: str = "", remarks=None) -> Compiled:
+                   module: str | None = None, prefix: str = "", remarks=None, search: SearchPath | None = None,
+                   origin: str | None = None) -> Compiled:
     """``path`` is the source's name as messages and the manifest show it; ``module`` the
-    module's name (default: from ``path``'s stem).
+    module's name (default: from ``path``'s stem); imports are found beside ``origin`` (where
+    the source lies, default ``path``) and then on ``search``'s include folders.
 
     ``sanitize``: "bounds" keeps every bounds check; "order" runs each call twice with the
     points of every I.parallel loop in increasing and decreasing order and fails
@@ -206,7 +231,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
 
     timer = timer or StageTimer()
     with timer.stage("parse and check"):
-        module_kir = frontend(text, path, module)
+        module_kir, imported = _frontend(text, path, module, search, origin)
     try:
         spec = resolve_target(target, cpu)
     except ValueError as exc:
@@ -227,7 +252,8 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
                 if spec.is_gpu:
                     raise error("--sanitize=order is not supported on GPU targets", rule="T7",
                                 hint="run the order sanitizer on the CPU build of the same source")
-                order_check = tuple(lower(frontend(text, path, module), sanitize=checks, point_order=order)
+                order_check = tuple(lower(frontend(text, path, module, search, origin), sanitize=checks,
+                                          point_order=order)
                                     for order in ("increasing", "decreasing"))
     except RecursionError:
         raise _too_deep() from None
@@ -249,7 +275,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
                                       restore=next((s for s in ("laws", "unique") if s in checks), None))
     except UnsupportedError as exc:
         raise error(f"not supported on target {spec.name}: {exc}", rule="T7") from None
-    compiled = Compiled(module_kir, program, llvm_ir, manifest, spec=spec)
+    compiled = Compiled(module_kir, program, llvm_ir, manifest, spec=spec, imported=imported)
     if optimize_ir:
         with timer.stage("optimize"):
             compiled.optimized = optimize(llvm_ir, spec)  # noqa: F811 - the GPU one where imported
@@ -265,7 +291,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
 
 
 def schedule_remarks(text: str, path: str, target: str | None = None, cpu: str = "native",
-                     sanitize: tuple[str, ...] = ()) -> list:
+                     sanitize: tuple[str, ...] = (), search: "SearchPath | None" = None) -> list:
     """The schedule remarks of a source (``lower.remarks.Remark``, in source order): what
     ``build`` decides about each loop nest for the target, and why an opportunity was missed.
     It compiles the source in memory (optimised, so that the vector widths are LLVM's) and
@@ -273,7 +299,7 @@ def schedule_remarks(text: str, path: str, target: str | None = None, cpu: str =
     from intentc.lower.remarks import RemarkSink
 
     sink = RemarkSink()
-    compile_source(text, path, target, cpu, sanitize=sanitize, remarks=sink)
+    compile_source(text, path, target, cpu, sanitize=sanitize, remarks=sink, search=search)
     return sink.sorted()
 
 
@@ -316,7 +342,8 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
           emit_header: bool | None = None, depfile: str | Path | None = None,
           sanitize: tuple[str, ...] = (), *, header: str | Path | None = None,
           emit_llvm: bool | str | Path | None = None, file_prefix_map: tuple[tuple[str, str], ...] = (),
-          cache: bool = False, timer: StageTimer | None = None, prefix: str = "") -> list[Path]:
+          cache: bool = False, timer: StageTimer | None = None, prefix: str = "",
+          include_dirs=()) -> list[Path]:
     """Compile ``source`` into ``output`` (.so, .o, .a, .h, .ll or .ptx by extension); return
     the files written.
 
@@ -327,6 +354,8 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     into the artifacts name the source as given, through ``file_prefix_map`` (``map_prefix``).
     ``cache``: use the build cache (``intentc.build_cache``). ``prefix``: the kernels' C symbols
     (and header declarations) are ``prefix`` + name; Python still calls them by name.
+    ``include_dirs``: the folders searched for imported modules after the source's own (``-I``);
+    the depfile lists every imported file and the cache key holds each one's content.
 
     Every file is written beside its final name and renamed into place once all of them are
     complete: a failed build leaves no artifact (old or partial) changed, and two builds of
@@ -336,6 +365,7 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     timer = timer or StageTimer()
     source, output = Path(source), Path(output)
     shown = map_prefix(str(source), tuple(file_prefix_map))
+    search = search_path(include_dirs, file_prefix_map)
     kind = output.suffix
     if kind == ".ptx" or str(target or "").startswith("sm_"):
         if "laws" in sanitize:
@@ -343,7 +373,7 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
         if prefix:
             raise error("--prefix names C symbols; a PTX module has none",
                         hint="leave out --prefix for GPU targets (docs/ptx-abi.md)")
-        return _build_ptx(source, output, target, depfile, shown, timer, cache)
+        return _build_ptx(source, output, target, depfile, shown, timer, cache, search)
     if kind not in KINDS:
         raise error(f"cannot tell what to build from '{display_path(output.name)}'",
                     hint="name the output .so (shared library), .o (object), .a (archive), .h (header) "
@@ -351,23 +381,31 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
     if prefix:
         _check_prefix(prefix)
     plan = _plan(source, output, emit_header, header, emit_llvm, prefix)
-    deps = None
-    if depfile is not None:
-        deps = depfile_bytes(output, [source, *runtime_dependencies(kind)])
     with timer.stage("read"):
         text = _read_quickly(source)
+        imported = _imported_texts(text, str(source), search)
     files, key = None, None
-    if cache:
+    if cache and imported is not None:
         with timer.stage("cache lookup"):
-            key = _cache_key(text, shown, plan, output, target, cpu, sanitize)
+            key = _cache_key(text, shown, plan, output, target, cpu, sanitize, _shown_imports(imported, search))
             hit = build_cache.lookup(key)
             if hit is not None and set(hit) == set(plan.finals):
                 files = {role: path.read_bytes() for role, path in hit.items()}
+    imported_paths = [path for path, _ in imported or ()]
     if files is None:
-        files = _compile_files(text, shown, plan, target, cpu, sanitize, timer)
-        if cache:
+        files, actual = _compile_files(text, shown, plan, target, cpu, sanitize, timer, search, str(source))
+        # The import lines read without the parser must name what the parser found, or the
+        # key would miss a file: a build they disagree on is not cached.
+        agree = list(actual) == imported_paths
+        imported_paths = list(actual)
+        if cache and key is not None and agree:
             with timer.stage("cache store"):
                 build_cache.store(key, files)
+    deps = None
+    if depfile is not None:
+        from intentc.codegen.depfile import depfile_bytes
+
+        deps = depfile_bytes(output, [source, *map(Path, imported_paths), *runtime_dependencies(kind)])
     with timer.stage("write"), _Artifacts() as artifacts:
         for role, final in plan.finals.items():
             # The output itself always gets a new modification time (what Make compares).
@@ -377,8 +415,16 @@ def build(source: str | Path, output: str | Path, target: str | None = None, cpu
         return artifacts.commit(lock=output)
 
 
-def _cache_key(text: str, shown: str, plan: _Plan, output: Path, target, cpu: str, sanitize) -> str:
+def _shown_imports(imported, search: SearchPath) -> tuple:
+    """The imported files as the key holds them: the path messages show and the text."""
+    return tuple((search.shown(path), text) for path, text in imported)
+
+
+def _cache_key(text: str, shown: str, plan: _Plan, output: Path, target, cpu: str, sanitize,
+               imported: tuple = ()) -> str:
     key = build_cache.Key().add("source", text).add("path", shown).add("module", plan.module)
+    for path, imported_text in imported:  # (shown path, text) of each imported file
+        key.add("import-path", path).add("import-source", imported_text)
     key.add("kind", plan.kind).add("output", output.name)
     for role, final in sorted(plan.finals.items()):  # names that may appear in the artifacts (a soname)
         key.add(f"role:{role}", final.name)
@@ -388,8 +434,9 @@ def _cache_key(text: str, shown: str, plan: _Plan, output: Path, target, cpu: st
     return key.add_toolchain(cpu).hexdigest()
 
 
-def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitize, timer: StageTimer) -> dict:
-    """The bytes of every file of ``plan``, by role."""
+def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitize, timer: StageTimer,
+                   search: SearchPath | None = None, origin: str | None = None) -> tuple[dict, tuple]:
+    """The bytes of every file of ``plan``, by role, and the paths of the files the source imports."""
     import tempfile
 
     from intentc.codegen import link
@@ -398,7 +445,7 @@ def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitiz
     from intentc.resources import runtime_dir
 
     compiled = compile_source(text, shown, target, cpu, sanitize=tuple(sanitize), timer=timer, module=plan.module,
-                              prefix=plan.prefix)
+                              prefix=plan.prefix, search=search, origin=origin)
     files = {}
     if "module.ll" in plan.finals:  # before the object: emitting it lets LLVM's code generator change the module
         files["module.ll"] = str(compiled.optimized).encode("utf-8")
@@ -419,14 +466,16 @@ def _compile_files(text: str, shown: str, plan: _Plan, target, cpu: str, sanitiz
             files[role] = render_header(compiled.manifest, plan.module).encode("utf-8")
         elif role == "intent_runtime.h":
             files[role] = (runtime_dir() / "intent_runtime.h").read_bytes()
-    return files
+    return files, compiled.imported
 
 
 def compile_text(source_text: str, name: str = "kernels", target: str | None = None, cpu: str = "native",
-                 sanitize: tuple[str, ...] = (), cache: bool | None = None) -> Path:
+                 sanitize: tuple[str, ...] = (), cache: bool | None = None, include_dirs=()) -> Path:
     """A shared library built from ``source_text`` (messages name it ``<name>.intent``), at a
     path of its own for each content and flags: the cache entry's file, or, with the cache
-    off, a new temporary folder. Loading it never returns a library loaded from an older text."""
+    off, a new temporary folder. Loading it never returns a library loaded from an older text.
+    Imported modules are found in the working directory, then in ``include_dirs``; the key
+    holds each imported file's content, so an edit of one gives a new library."""
     import tempfile
 
     if not isinstance(source_text, str):
@@ -440,13 +489,16 @@ def compile_text(source_text: str, name: str = "kernels", target: str | None = N
     shown = f"{name}.intent"
     output = Path(f"{name}.so")
     plan = _Plan(".so", {"artifact.so": output}, name)
-    key = _cache_key(source_text, shown, plan, output, target, cpu, sanitize)
+    search = search_path(include_dirs)
+    imported = _imported_texts(source_text, shown, search)
+    use_cache = use_cache and imported is not None
+    key = _cache_key(source_text, shown, plan, output, target, cpu, sanitize, _shown_imports(imported or (), search))
     if use_cache:
         hit = build_cache.lookup(key)
         if hit is not None and set(hit) == set(plan.finals):
             return hit["artifact.so"]
-    files = _compile_files(source_text, shown, plan, target, cpu, sanitize, StageTimer())
-    if use_cache:
+    files, actual = _compile_files(source_text, shown, plan, target, cpu, sanitize, StageTimer(), search, shown)
+    if use_cache and list(actual) == [path for path, _ in imported]:
         stored = build_cache.store(key, files)
         if stored is not None:
             return stored["artifact.so"]
@@ -567,7 +619,7 @@ def _laws_on_gpu():
 
 
 def _build_ptx(source: Path, output: Path, target: str | None, depfile, shown: str, timer: StageTimer,
-               cache: bool = False) -> list[Path]:
+               cache: bool = False, search: SearchPath = SearchPath()) -> list[Path]:
     """``K.ptx`` and its manifest ``K.ptx.json`` for a GPU target (docs/ptx-abi.md)."""
     import tempfile
 
@@ -580,21 +632,24 @@ def _build_ptx(source: Path, output: Path, target: str | None, depfile, shown: s
                     hint="add --target sm_80 (or sm_86, sm_89, sm_90)")
     if output.suffix != ".ptx":
         raise error(f"target {target} produces PTX, not '{display_path(output.name)}'", hint="name the output .ptx")
-    deps = depfile_bytes(output, [source]) if depfile is not None else None
     with timer.stage("read"):
         text = _read_quickly(source)
+        imported = _imported_texts(text, str(source), search)
     module = module_name(str(source))
     files, key = None, None
-    if cache:
+    if cache and imported is not None:
         with timer.stage("cache lookup"):
             key = build_cache.Key().add("source", text).add("path", shown).add("module", module)
+            for path, imported_text in _shown_imports(imported, search):
+                key.add("import-path", path).add("import-source", imported_text)
             key = key.add("kind", ".ptx").add("output", output.name).add("target", str(target))
             key = key.add_toolchain("native").hexdigest()
             hit = build_cache.lookup(key)
             if hit is not None and output.name in hit:
                 files = {name: path.read_bytes() for name, path in hit.items()}
+    imported_paths = [path for path, _ in imported or ()]
     if files is None:
-        compiled = compile_source(text, shown, target, timer=timer, module=module)
+        compiled = compile_source(text, shown, target, timer=timer, module=module, search=search, origin=str(source))
         # write_ptx names the PTX in its manifest: both are written under their final names
         # in a folder of their own.
         with timer.stage("emit PTX"), tempfile.TemporaryDirectory(prefix="intentc-ptx-") as tmp:
@@ -603,9 +658,12 @@ def _build_ptx(source: Path, output: Path, target: str | None, depfile, shown: s
             except UnsupportedError as exc:
                 raise error(f"not supported on target {target}: {exc}", rule="T7") from None
             files = {path.name: path.read_bytes() for path in written}
-        if cache:
+        agree = list(compiled.imported) == imported_paths
+        imported_paths = list(compiled.imported)
+        if cache and key is not None and agree:
             with timer.stage("cache store"):
                 build_cache.store(key, files)
+    deps = depfile_bytes(output, [source, *map(Path, imported_paths)]) if depfile is not None else None
     with timer.stage("write"), _Artifacts() as artifacts:
         for name, data in files.items():
             artifacts.write(output.parent / name, data)

@@ -33,13 +33,18 @@ INTENTC_FLAGS ?=
 # `stencil.so stencil.h: INTENTC_PREFIX = stencil_`; empty: the names themselves.
 INTENTC_PREFIX ?=
 INTENTC_PREFIX_FLAG = $(if $(INTENTC_PREFIX),--prefix $(INTENTC_PREFIX))
+# Folders searched for imported modules after the importing file's own, in order (intentc -I),
+# e.g. `INTENTC_INCLUDES = lib ../shared`. The depfile lists every imported file, so an edit of
+# one rebuilds what imports it.
+INTENTC_INCLUDES ?=
+INTENTC_INCLUDE_FLAGS = $(foreach dir,$(INTENTC_INCLUDES),-I "$(dir)")
 
 # The full command of one build; $@ is the output and $< the .intent source.
 INTENTC_BUILD = $(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) \
-    --depfile "$@.d" $(INTENTC_PREFIX_FLAG) $(INTENTC_FLAGS)
+    --depfile "$@.d" $(INTENTC_INCLUDE_FLAGS) $(INTENTC_PREFIX_FLAG) $(INTENTC_FLAGS)
 # The header alone ($@), from the .intent source named second among the prerequisites.
 INTENTC_HEADER = $(INTENTC) build "$(word 2,$^)" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) \
-    $(INTENTC_PREFIX_FLAG) $(INTENTC_FLAGS)
+    $(INTENTC_INCLUDE_FLAGS) $(INTENTC_PREFIX_FLAG) $(INTENTC_FLAGS)
 
 %.so: %.intent
 	$(INTENTC_BUILD) --emit-header
@@ -62,10 +67,10 @@ INTENTC_HEADER = $(INTENTC) build "$(word 2,$^)" -o "$@" --target $(INTENTC_TARG
 	@test -f "$@" || $(INTENTC_HEADER)
 
 %.h: %.intent
-	$(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) $(INTENTC_PREFIX_FLAG) \
-	    $(INTENTC_FLAGS)
+	$(INTENTC) build "$<" -o "$@" --target $(INTENTC_TARGET) --cpu $(INTENTC_CPU) $(INTENTC_INCLUDE_FLAGS) \
+	    $(INTENTC_PREFIX_FLAG) $(INTENTC_FLAGS)
 
-# The depfiles of earlier builds: each says `OUTPUT: SOURCE <intentc's runtime files>`.
+# The depfiles of earlier builds: each says `OUTPUT: SOURCE <imported modules> <intentc's runtime files>`.
 # Reading them must not change the Makefile's default goal.
 _intentc_default_goal := $(.DEFAULT_GOAL)
 -include $(wildcard $(addsuffix .d,$(INTENTC_OUTPUTS)))

@@ -70,5 +70,41 @@ def build(text: str, lookup, const, binary):
     return ev(_parse(text))
 
 
+def affine(text: str) -> tuple[dict[str, int], int] | None:
+    """``text`` as ``sum(c * name) + k`` with integer coefficients, or None (a product of two
+    names, a floor division)."""
+    def ev(node):
+        if isinstance(node, pyast.Constant):
+            return {}, node.value
+        if isinstance(node, pyast.Name):
+            return {node.id: 1}, 0
+        a, b = ev(node.left), ev(node.right)
+        if a is None or b is None:
+            return None
+        op = _OPS[type(node.op)]
+        if op in ("add", "sub"):
+            sign = 1 if op == "add" else -1
+            terms = dict(a[0])
+            for name, c in b[0].items():
+                terms[name] = terms.get(name, 0) + sign * c
+            return {n: c for n, c in terms.items() if c}, a[1] + sign * b[1]
+        if op == "mul" and (not a[0] or not b[0]):
+            (terms, k), factor = (b, a[1]) if not a[0] else (a, b[1])
+            return {n: c * factor for n, c in terms.items() if c * factor}, k * factor
+        return None
+
+    return ev(_parse(text))
+
+
+def solvable(text: str) -> tuple[str, int, int] | None:
+    """``(name, c, k)`` when ``text`` is ``c * name + k`` with ``c > 0``: the name is the extent
+    ``(value - k) / c`` of an axis whose extent is ``text``."""
+    form = affine(text) if is_expression(text) else None
+    if form is None or len(form[0]) != 1:
+        return None
+    (name, c), = form[0].items()
+    return (name, c, form[1]) if c > 0 else None
+
+
 def is_expression(extent) -> bool:
     return isinstance(extent, str) and not extent.isidentifier()

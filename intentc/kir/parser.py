@@ -15,7 +15,7 @@ class KirSyntaxError(Exception):
 
 _VALUE_NAME = re.compile(r"%[A-Za-z0-9_.]+")
 _VALUE_DEF = re.compile(r"%([A-Za-z0-9_.]+):(tensor<[^>]*>|[A-Za-z0-9_]+)")
-_FUNC_HEAD = re.compile(r"^(kernel|fn) @([A-Za-z_][A-Za-z0-9_]*)\((.*)\) -> \((.*?)\)(.*)\{$")
+_FUNC_HEAD = re.compile(r"^(kernel|fn) @([A-Za-z_][A-Za-z0-9_.]*)\((.*)\) -> \((.*?)\)(.*)\{$")
 _PARAM = re.compile(r"^%([A-Za-z0-9_.]+): (tensor<[^>]*>|[A-Za-z0-9_]+)( mut| result)?( optional)?( \[.*?\])?"
                     r"( default=\S+)?$")
 _OP = re.compile(r"^(?:(.*?) = )?([a-z_][a-z0-9_]*)\((.*?)\)(.*)$")

@@ -199,11 +199,38 @@ class FunctionDef(Node):
 
 @dataclass(frozen=True)
 class Import(Node):
+    """``import intent as I``, ``import common``, ``import lib.common as common``."""
+
     module: str
-    alias: str
+    alias: str | None  # None: ``import common`` binds the name ``common``
+
+
+@dataclass(frozen=True)
+class ImportName(Node):
+    name: str
+    alias: str  # the name it is bound to (``name`` itself without ``as``)
+
+
+@dataclass(frozen=True)
+class FromImport(Node):
+    """``from common import layernorm_row, EPS as eps``."""
+
+    module: str
+    names: tuple[ImportName, ...]
+
+
+@dataclass(frozen=True)
+class ConstantDef(Node):
+    """A module-level constant: ``EPS = 1e-5`` or ``EPS: f64 = 1e-5``."""
+
+    name: str
+    annotation: Expr | None
+    value: Expr
+    name_span: Span = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class Module(Node):
-    imports: tuple[Import, ...]
+    imports: tuple[Import | FromImport, ...]
     functions: tuple[FunctionDef, ...]
+    constants: tuple[ConstantDef, ...] = ()

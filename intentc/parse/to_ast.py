@@ -51,20 +51,38 @@ class ToAst(Transformer):
 
     # -- top level ------------------------------------------------------------------
     def start(self, meta, children):
-        imports = tuple(c for c in children if isinstance(c, ast.Import))
-        functions = []
+        imports, functions, constants = [], [], []
         for child in children:
-            if isinstance(child, ast.FunctionDef):
+            if isinstance(child, (ast.Import, ast.FromImport)):
+                imports.append(child)
+            elif isinstance(child, ast.FunctionDef):
                 functions.append(child)
-            elif not isinstance(child, ast.Import):
+            elif isinstance(child, ast.Assign) and isinstance(child.target, ast.Name):
+                constants.append(ast.ConstantDef(child.span, child.target.id, None, child.value, child.target.span))
+            elif isinstance(child, ast.AnnAssign):
+                constants.append(ast.ConstantDef(child.span, child.target.id, child.annotation, child.value,
+                                                 child.target.span))
+            else:
                 span = getattr(child, "span", None)
-                raise error("only imports and decorated functions may appear at the top level of a module",
-                            span, hint="put statements inside an @intent.kernel or @intent.fn function")
-        return ast.Module(self._span(meta), imports, tuple(functions))
+                raise error("only imports, constants (NAME = value) and decorated functions may appear at the top "
+                            "level of a module", span,
+                            hint="put statements inside an @intent.kernel or @intent.fn function")
+        return ast.Module(self._span(meta), tuple(imports), tuple(functions), tuple(constants))
 
     def import_stmt(self, meta, children):
         module, alias = children
-        return ast.Import(self._span(meta), module, str(alias))
+        return ast.Import(self._span(meta), module, str(alias) if alias is not None else None)
+
+    def from_import(self, meta, children):
+        module, names = children
+        return ast.FromImport(self._span(meta), module, tuple(names))
+
+    def import_names(self, meta, children):
+        return [c for c in children if c is not None]
+
+    def import_name(self, meta, children):
+        name, alias = children
+        return ast.ImportName(self._span(meta), str(name), str(alias if alias is not None else name))
 
     def dotted_name(self, meta, children):
         return ".".join(str(c) for c in children)

@@ -21,17 +21,19 @@ from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DOMAIN, DTYPES, INDEX, DType, TensorType, element_dtype
 from intentc.parse import ast
 from intentc.sema.optional_params import OptionalTensor, presence_test, refuse_unchecked_use
-from intentc.sema import conversions, windows
+from intentc.sema import conversions, strided, windows
 from intentc.sema.conversions import CarryTypeChange, literal_fits
 from intentc.sema.builtins import call_builtin
 from intentc.sema.folding import fold_binary, fold_compare, fold_unary
+from intentc.sema.imports import imported
 from intentc.sema.memory import subscript_read
 from intentc.sema.pointwise import convert
 from intentc.sema.python_names import CALLS as PYTHON_CALLS, hint_for
 from intentc.sema.relations import subregion, tensor_method, view
 from intentc.sema.shapes import broadcast_extents, broadcast_to
 from intentc.sema.state import BuilderState
-from intentc.sema.values import DTypeRef, FunctionRef, Literal, NamespaceRef, TupleValue, literal_as
+from intentc.sema.values import (ConstantRef, DTypeRef, FunctionRef, Literal, ModuleRef, NamespaceRef, TupleValue,
+                                 literal_as)
 
 _BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod", "**": "pow",
            "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr"}
@@ -74,6 +76,8 @@ class ExpressionBuilder(BuilderState):
                 refuse_unchecked_use(node.id, value, node.span)
             if windows.is_window(self, value):  # read where this use stands (windows.py)
                 return windows.rebuilt(self, value, node.span)
+            if isinstance(value, ConstantRef):
+                return self.constant(value, node.span)
             return value
         if node.id in DTYPES:
             return DTypeRef(DTYPES[node.id])
@@ -82,6 +86,12 @@ class ExpressionBuilder(BuilderState):
         hint = hint_for(node.id) if node.id not in self.signatures else None
         raise error(f"undefined name '{node.id}'", node.span,
                     hint=hint or "define it before use; names defined inside a loop or one branch are local to it")
+
+    def constant(self, ref: ConstantRef, span):
+        """A module-level constant where it is used: an untyped literal, or a value of its dtype."""
+        if ref.dtype is None:
+            return Literal(ref.value, span)
+        return self.const(ref.value, ref.dtype, span)
 
     def tensor_operand(self, node):
         """``node`` evaluated as the tensor a subscript or a write addresses: a name bound to a
@@ -101,6 +111,9 @@ class ExpressionBuilder(BuilderState):
             if node.attr in ("inf", "nan", "pi", "e"):
                 return Literal({"inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e}[node.attr], node.span)
             raise error(f"I.{node.attr} is not a value", node.span, hint="call it, e.g. I.exp(x)")
+        if isinstance(base, ModuleRef):
+            value = imported(base, node.attr, node.span)
+            return self.constant(value, node.span) if isinstance(value, ConstantRef) else value
         if isinstance(base, Value) and isinstance(base.type, TensorType) and node.attr == "shape":
             return TupleValue(tuple(self.index_value(e, node.span) for e in self.shape_of(base)))
         raise error(f"unknown attribute '.{node.attr}'", node.span)
@@ -349,6 +362,8 @@ class ExpressionBuilder(BuilderState):
             return subregion(self, base, node)
         if not isinstance(base, Value) or not isinstance(base.type, TensorType):
             raise error("only tensors, domains and tuples can be indexed", node.value.span)
+        if strided.has_step(node):  # an indexed relation, read as a gather (D7)
+            return strided.strided_read(self, base, node)
         if any(isinstance(item, ast.Slice) for item in node.indices):
             return view(self, base, node)
         return subscript_read(self, base, node)  # a load, or a gather for tensor indices (M1)
@@ -373,6 +388,12 @@ class ExpressionBuilder(BuilderState):
             base = self.tensor_operand(func.value) if func.attr == "axis" else self.expr(func.value)
             if isinstance(base, NamespaceRef):
                 return call_builtin(self, func.attr, node)
+            if isinstance(base, ModuleRef):
+                target = imported(base, func.attr, func.span)
+                if isinstance(target, FunctionRef):
+                    return self.call_helper(target.name, node)
+                raise error(f"'{base.name}.{func.attr}' is a constant, not a helper", func.span,
+                            hint=f"use it as a value: {base.name}.{func.attr}")
             if isinstance(base, Value) and isinstance(base.type, TensorType):
                 return tensor_method(self, base, func.attr, node)
             raise error(f"'.{func.attr}(...)' is not defined here", func.span)

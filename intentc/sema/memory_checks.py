@@ -343,7 +343,7 @@ class _Checker:
             (access.guards and any(_inside(self, access, g) for g in access.guards)) or \
             bool(op.attrs.get("masked"))
         if not unknown and not varying and not conditional and parallels and not lanes:
-            d = null_vector(matrix, len(columns))
+            d = self._point_difference(matrix, [0] * len(matrix), parallels)
             if d is not None:
                 raise error(f"data race: {self._pair_text(parallels, d)} both write the same element of '{name}'",
                             op.span, rule="P3",
@@ -387,6 +387,39 @@ class _Checker:
         names = [a.hint or f"p{k}" for k, a in enumerate(a for p in parallels for a in p.regions[0].args)]
         shifted = ", ".join(n if c == 0 else f"{n} {'+' if c > 0 else '-'} {abs(c)}" for n, c in zip(names, d))
         return ", ".join(names), shifted
+
+    # -- the point set -------------------------------------------------------------------------------------
+    def _point_difference(self, matrix, delta, parallels) -> list[int] | None:
+        """A non-zero difference ``d`` between two points of ``parallels`` (both in the point set:
+        a multiple of each domain's step, within its span) with ``M d = delta``, or None when
+        no such pair is proven. Points of ``I.domain(b, e, s)`` are ``b + s*k``, so ``d = s*k``
+        and the system is solved for the integer ``k``."""
+        lattice = [self._point_lattice(domain) for p in parallels for domain in p.operands]
+        scaled = [[m * (step or 1) for m, (step, _) in zip(row, lattice)] for row in matrix]
+        k = integer_solution(scaled, delta, len(lattice)) if any(delta) else null_vector(scaled, len(lattice))
+        if k is None or not any(k):
+            return None
+        d = []
+        for kj, (step, span) in zip(k, lattice):
+            if kj and (step is None or (span is not None and abs(kj * step) > span)):
+                return None  # an unknown step, or the second point lies outside the domain
+            d.append(kj * (step or 1))
+        return d
+
+    def _point_lattice(self, domain: Value) -> tuple[int | None, int | None]:
+        """(step, the largest distance between two of its points) of a parallel loop's domain;
+        None where it is not a constant."""
+        op = self.defs.get(id(domain))
+        if op is None or op.name != "domain":
+            return (1, None) if op is not None and op.name == "subregion" and \
+                self._point_lattice(op.operands[0])[0] == 1 else (None, None)
+        begin, end, step = (self.prov._const(v) for v in op.operands)
+        if step is None or step <= 0:
+            return None, None
+        if begin is None or end is None:
+            return step, None
+        count = max(0, -(-(end - begin) // step))
+        return step, max(0, count - 1) * step
 
     # -- P3 / A3: provable conflicts between two accesses ---------------------------------------------------
     def _check_pairs(self) -> None:
@@ -432,8 +465,8 @@ class _Checker:
                 return
             matrix.append([coefficient(a, c) for c in points])
             delta.append(b.const - a.const)  # W(p + d) = O(p)  <=>  M d = c_O - c_W
-        d = integer_solution(matrix, delta, len(points))
-        if d is None or not any(d):
+        d = self._point_difference(matrix, delta, parallels)
+        if d is None:
             return
         name = _tensor_name(self.func, w.root)
         atomic = "atomic" in (w.kind, other.kind)

@@ -31,6 +31,12 @@ def subregion(b, domain: Value, node: ast.Subscript) -> Value:
                     hint="to pick single coordinates, iterate the domain")
     piece = node.indices[0]
     if piece.step is not None:
+        backward = isinstance(piece.step, ast.UnaryOp) and piece.step.op == "-"
+        if backward:
+            raise error("a reversed selection is not a subregion: a domain runs upward (D1) and its members "
+                        "keep their order", piece.step.span, rule="D7",
+                        hint="iterate upward and mirror the coordinate: `for k in I.domain(0, n): i = n - 1 - k`; "
+                             "or read the tensor reversed, x[::-1] (a gather: an indexed relation)")
         raise error("a strided selection is not a subregion: its members are not contiguous", piece.step.span,
                     rule="D7", hint="use I.domain(begin, end, step) or an index tensor (an indexed relation)")
     begin = b.as_index(b.expr(piece.lower), piece.lower.span) if piece.lower is not None else \
@@ -76,9 +82,11 @@ def view(b, tensor: Value, node: ast.Subscript) -> Value:
                 "what": f"index %lld is out of range [0, %lld) on axis {axis}", "rule": "D5", "code": "bounds"})
             operands.append(index)
             continue
-        if item.step is not None:
-            raise error("a strided tensor slice is not a view: its members are not contiguous", item.step.span,
-                        rule="D7", hint="gather with an index tensor instead")
+        if item.step is not None:  # reads are gathers (strided.py); this is a write through one
+            raise error("cannot write through a slice with a step: it is an indexed relation, not a view (D7)",
+                        item.step.span, rule="D7",
+                        hint="write the elements in a parallel loop, e.g. `for i in I.parallel(x.axis(0)): "
+                             "out[n - 1 - i] = x[i]`, or scatter them: I.scatter(out, idx, vals)")
         begin = b.as_index(b.expr(item.lower), item.lower.span) if item.lower else b.const(0, INDEX)
         if item.upper is not None:
             end = b.as_index(b.expr(item.upper), item.upper.span)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from intentc.diagnostics import error
 from intentc.kir.extents import is_expression
 from intentc.kir.extents import names as extent_names
+from intentc.kir.extents import solvable
 from intentc.kir.types import DType, TensorType
 from intentc.parse import ast
 from intentc.sema.annotations import Annotated, annotation, result_annotations
@@ -30,14 +31,6 @@ class Signature:
     results: tuple[Annotated, ...]
     span: Span  # the function's name
     defaults: tuple[tuple, ...] = ()  # per parameter: () or (its default value,), None for an optional tensor
-
-
-def check_imports(tree: ast.Module) -> None:
-    """A program imports exactly ``intent as I``."""
-    for imp in tree.imports:
-        if imp.module != "intent" or imp.alias != "I":
-            raise error(f"unknown import '{imp.module} as {imp.alias}'", imp.span,
-                        hint="Intent programs begin with `import intent as I`")
 
 
 def signature(fn: ast.FunctionDef) -> Signature:
@@ -114,10 +107,17 @@ def _plain_extents(params) -> set[str]:
     return {e for p in items for e in p.extents if isinstance(e, str) and not is_expression(e)}
 
 
+def _solvable_extents(params) -> set[str]:
+    """Extent names an axis gives as ``c * N + k`` (``f32[N + 1]``, ``f32[2 * N]``): the body
+    binds them by solving (sema/to_kir.py)."""
+    items = [i for p in params for i in (p.items or (p,))]
+    return {solved[0] for p in items for e in p.extents if (solved := solvable(e)) is not None}
+
+
 def _check_extent_expressions(fn: ast.FunctionDef, params) -> None:
     """A parameter extent written as an expression (``f32[B, T, 3 * C]``) is checked on entry
     against the names it uses, so each of them must name some axis by itself."""
-    known = _plain_extents(params)
+    known = _plain_extents(params) | _solvable_extents(params)
     for param, ann in zip(fn.params, params):
         for item in (ann.items or (ann,)):
             for extent in item.extents:
@@ -128,4 +128,5 @@ def _check_extent_expressions(fn: ast.FunctionDef, params) -> None:
                     raise error(f"the extent '{extent}' of '{param.name}' uses '{unknown[0]}', which no axis is "
                                 f"named by itself", param.span, rule="S1",
                                 hint=f"give '{unknown[0]}' its own axis somewhere (e.g. a parameter f32[..., "
-                                     f"{unknown[0]}]), so that the expression can be checked on entry")
+                                     f"{unknown[0]}]), or an axis c * {unknown[0]} + k from which it can be solved, "
+                                     "so that the expression can be checked on entry")

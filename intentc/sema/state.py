@@ -15,14 +15,19 @@ from intentc.parse import ast
 from intentc.sema.mx import check_mx
 from intentc.sema.shapes import Extent
 from intentc.sema.signatures import Signature
+from intentc.sema.values import FunctionRef
 
 
 class BuilderState:
     """What the builder knows while it walks one function."""
 
-    def __init__(self, signatures: dict[str, Signature], fn: ast.FunctionDef):
-        """``fn`` is normalised already (sema/normalize.py)."""
-        self.signatures = signatures  # every function of the module, by name
+    def __init__(self, signatures: dict[str, Signature], fn: ast.FunctionDef, module_scope: dict | None = None):
+        """``fn`` is normalised already (sema/normalize.py); ``module_scope`` holds the names its
+        module binds at the top level (sema/imports.py; default: the functions of ``signatures``)."""
+        self.signatures = signatures  # every function of the module, by KIR name
+        if module_scope is None:
+            module_scope = {name: FunctionRef(name, sig.kind) for name, sig in signatures.items()}
+        self.module_scope = module_scope  # name -> FunctionRef, ConstantRef or ModuleRef
         self.fn = fn
         self.sig = signatures[fn.name]
         self.block = Block()  # where emit() appends; region() swaps it

@@ -90,6 +90,9 @@ def statement(b, stmt) -> None:
         while_stmt(b, stmt)
     elif isinstance(stmt, ast.Return):
         raise error("'return' must be the last statement of a function", stmt.span, rule="O3")
+    elif isinstance(stmt, (ast.Import, ast.FromImport)):
+        raise error("imports belong at the top level of a module", stmt.span,
+                    hint="move the import above the functions, as the first lines of the file")
     else:
         raise error("this statement is not supported here", stmt.span)
 

@@ -15,54 +15,83 @@ state of state.py) and then checks the module: no helper recursion, pure region 
 """
 from __future__ import annotations
 
+import dataclasses
+
 from intentc.diagnostics import CompileError, error
 from intentc.kir.core import Function, Module, Param, Value
 from intentc.kir.extents import build as build_extent
-from intentc.kir.extents import is_expression
-from intentc.kir.types import INDEX, DType, TensorType
+from intentc.kir.extents import is_expression, solvable
+from intentc.kir.types import BOOL, INDEX, DType, TensorType
 from intentc.parse import ast
+from intentc.parse.modules import Program, single
+from intentc.sema.imports import kir_name, namespaces
 from intentc.sema.expressions import ExpressionBuilder
 from intentc.sema.memory_checks import check_memory
 from intentc.sema.normalize import normalize_function
 from intentc.sema.optional_params import bind_optional
 from intentc.sema.regions import check_region_helpers
 from intentc.sema.shapes import Extent, broadcast_to, same_extent
-from intentc.sema.signatures import Signature, check_imports, signature
+from intentc.sema.signatures import Signature, signature
 from intentc.sema.statements import statements
-from intentc.sema.values import FunctionRef, Literal, NamespaceRef, TupleValue, items_of
+from intentc.sema.values import ConstantRef, FunctionRef, Literal, ModuleRef, NamespaceRef, TupleValue, items_of
 
 
-def build_module(tree: ast.Module, name: str) -> Module:
-    """Build the KIR module of a parsed file; raises CompileError with every diagnostic found."""
-    check_imports(tree)
+def build_module(tree: ast.Module | Program, name: str) -> Module:
+    """Build the KIR module of a parsed file, or of a program with the modules it imports
+    (their helpers join the module under qualified names, sema/imports.py); raises
+    CompileError with every diagnostic found."""
+    program = tree if isinstance(tree, Program) else single(tree)
+    spaces = namespaces(program)
     signatures: dict[str, Signature] = {}
+    functions: list[tuple[int, ast.FunctionDef]] = []  # (unit, function under its KIR name)
     diagnostics = []
-    for fn in tree.functions:
-        if fn.name in signatures:
-            diagnostics.append(error(f"'{fn.name}' is defined twice (first at line {signatures[fn.name].span.line})",
-                                     fn.name_span, hint="rename one of the two functions").diagnostics[0])
-            continue
-        try:
-            signatures[fn.name] = signature(fn)
-        except CompileError as exc:
-            diagnostics += exc.diagnostics
+    for unit_index, unit in enumerate(program.units):
+        for fn in unit.tree.functions:
+            if unit_index and fn.kind != "fn":
+                continue  # an imported module's kernels are its own entry points, never built here
+            qualified = kir_name(program, unit_index, fn.name)
+            fn = fn if qualified == fn.name else dataclasses.replace(fn, name=qualified)
+            try:
+                if fn.name in signatures:
+                    raise error(f"'{fn.name}' is defined twice (first at line {signatures[fn.name].span.line})",
+                                fn.name_span, hint="rename one of the two functions")
+                signatures[fn.name] = signature(fn)
+                functions.append((unit_index, fn))
+            except CompileError as exc:
+                diagnostics += program.with_notes(unit_index, exc).diagnostics
     module = Module(name)
-    for fn in tree.functions:
-        if fn.name not in signatures or signatures[fn.name].span is not fn.name_span:
-            continue  # a signature error or a second definition, diagnosed above
+    for unit_index, fn in functions:
         try:
-            module.functions.append(FunctionBuilder(signatures, normalize_function(fn)).build())
+            module.functions.append(FunctionBuilder(signatures, normalize_function(fn), spaces[unit_index]).build())
         except CompileError as exc:
-            diagnostics += exc.diagnostics
+            diagnostics += program.with_notes(unit_index, exc).diagnostics
     if diagnostics:
         raise CompileError(diagnostics)
+    main = program.main
     if not module.kernels:
-        raise error("the module defines no @intent.kernel", tree.functions[0].name_span if tree.functions else tree.span,
+        raise error("the module defines no @intent.kernel", main.functions[0].name_span if main.functions else main.span,
                     hint="decorate an entry point with @intent.kernel; @intent.fn helpers are not exported")
+    _drop_unused_imports(module, {kir_name(program, 0, fn.name) for fn in main.functions})
     _check_recursion(module)
     check_region_helpers(module)
     check_memory(module)  # M4 unique stores, P3/A3 provable races, M2 spaces
     return module
+
+
+def _drop_unused_imports(module: Module, own: set[str]) -> None:
+    """Keep the imported helpers that the file's own functions reach through calls (a module
+    imported for one helper adds no other to the KIR)."""
+    if len(own) == len(module.functions):
+        return
+    by_name = {f.name: f for f in module.functions}
+    reached, pending = set(own), list(own)
+    while pending:
+        for op in by_name[pending.pop()].walk():
+            callee = op.attrs.get("callee") if op.name == "call" else None
+            if callee is not None and callee not in reached:
+                reached.add(callee)
+                pending.append(callee)
+    module.functions[:] = [f for f in module.functions if f.name in reached]
 
 
 def _check_recursion(module: Module) -> None:
@@ -94,8 +123,8 @@ class FunctionBuilder(ExpressionBuilder):
     def build(self) -> Function:
         fn, sig = self.fn, self.sig
         self.scope["I"] = NamespaceRef("I")
-        for name, other in self.signatures.items():
-            self.scope.setdefault(name, FunctionRef(name))
+        for name, value in self.module_scope.items():  # helpers, constants and imports (sema/imports.py)
+            self.scope.setdefault(name, value)
         args, params = [], []
         extent_values = self.named_extents
         for ast_param, ann in zip(fn.params, sig.params):
@@ -152,11 +181,21 @@ class FunctionBuilder(ExpressionBuilder):
                                     hint=extent).result
                     extent_values[extent] = (dim, f"{ast_param.name}.shape[{axis}]")
                     shape.append(dim)
+                    if isinstance(self.scope.get(extent), (ConstantRef, ModuleRef)):
+                        raise error(f"extent name '{extent}' is also the name of a module-level "
+                                    f"{'constant' if isinstance(self.scope[extent], ConstantRef) else 'import'}",
+                                    ast_param.span, rule="S1",
+                                    hint="an extent name is bound by the tensor's shape; rename the extent or the "
+                                         "module-level name")
                     if extent in self.scope and not isinstance(self.scope[extent], FunctionRef):
                         raise error(f"extent name '{extent}' is also a parameter name", ast_param.span, rule="S1")
                     self.scope[extent] = dim
                     self.readonly[extent] = "an extent"
             self.shapes[id(value)] = shape
+        for value, axis, extent, ast_param in expressions:  # names only these axes give: solved (S1)
+            solved = solvable(extent)
+            if solved is not None and solved[0] not in extent_values:
+                self.solve_extent(value, axis, extent, ast_param, *solved)
         for value, axis, extent, ast_param in expressions:
             span = ast_param.span
             want = build_extent(extent, lambda name: extent_values[name][0], lambda c: self.const(c, INDEX, span),
@@ -174,6 +213,32 @@ class FunctionBuilder(ExpressionBuilder):
         self.emit("return", results, span=ret.span if ret else fn.span)
         return Function(fn.name, fn.kind, params, [a.type for a in sig.results], self.block,
                         [a.extents for a in sig.results], fn.span)
+
+    def solve_extent(self, value: Value, axis: int, extent: str, ast_param, name: str, c: int, k: int) -> None:
+        """Bind ``name`` from the axis whose extent is ``c * name + k``: ``(dim - k) / c``, checked
+        on entry to be a whole, non-negative number (S1)."""
+        span = ast_param.span
+        where = f"{ast_param.name}.shape[{axis}]"
+        if isinstance(self.scope.get(name), (ConstantRef, ModuleRef)) or \
+                (name in self.scope and not isinstance(self.scope[name], FunctionRef)):
+            raise error(f"extent name '{name}' is also a parameter or module-level name", span, rule="S1",
+                        hint="rename the extent")
+        dim = self.emit("dim", [value], [INDEX], {"axis": axis}, span=span).result
+        rest = self.emit("sub", [dim, self.const(k, INDEX, span)], [INDEX], span=span).result if k else dim
+        zero = self.const(0, INDEX, span)
+        ok = self.emit("cmp", [zero, rest], [BOOL], {"pred": "le"}, span=span).result
+        if c != 1:
+            remainder = self.emit("mod", [rest, self.const(c, INDEX, span)], [INDEX], span=span).result
+            whole = self.emit("cmp", [remainder, zero], [BOOL], {"pred": "eq"}, span=span).result
+            ok = self.emit("and", [ok, whole], [BOOL], span=span).result
+        if k > 0 or c != 1:
+            self.emit("assert_true", [ok, dim], span=span, attrs={
+                "what": f"extent {extent}: {where} = %lld is not {extent} for any extent {name} >= 0", "rule": "S1"})
+        solved = rest if c == 1 else self.emit("floordiv", [rest, self.const(c, INDEX, span)], [INDEX], span=span,
+                                               hint=name).result
+        self.named_extents[name] = (solved, f"({where} - {k}) / {c}" if c != 1 else f"{where} - {k}")
+        self.scope[name] = solved
+        self.readonly[name] = "an extent"
 
     def return_values(self, ret: ast.Return | None) -> list[Value]:
         sig = self.sig

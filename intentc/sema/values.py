@@ -3,7 +3,8 @@
 Runtime values are KIR ``Value``s. Untyped numeric literals stay ``Literal`` until an
 operation gives them a dtype (a literal adopts the other operand's dtype; a literal
 that cannot be represented is a diagnostic). Tuples group values without changing
-them (C3). Functions and the ``I`` namespace are compile-time references.
+them (C3). Functions, constants, imported modules and the ``I`` namespace are compile-time
+references.
 """
 from __future__ import annotations
 
@@ -43,7 +44,25 @@ class NamespaceRef:
 
 @dataclass(frozen=True)
 class FunctionRef:
-    name: str
+    name: str  # the function's KIR name
+    kind: str = ""  # "kernel" or "fn" where known (imports refuse kernels)
+
+
+@dataclass(frozen=True)
+class ConstantRef:
+    """A module-level constant: an untyped literal's value (``dtype`` None), or a value of ``dtype``."""
+
+    value: int | float | bool
+    dtype: DType | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ModuleRef:
+    """An imported module (``import common``): ``common.f(...)``, ``common.EPS``."""
+
+    name: str  # as the import names it
+    names: dict  # its namespace (sema/imports.py)
+    path: str  # as messages show it
 
 
 @dataclass(frozen=True)

@@ -185,10 +185,10 @@ def test_a_compiler_bug_is_reported_without_a_traceback(monkeypatch):
 
     from intentc import cli, driver
 
-    def broken(text, path, module=None):
+    def broken(text, path, module=None, search=None, origin=None):
         raise RuntimeError("a bug \x1b[2J in the front end")
 
-    monkeypatch.setattr(driver, "frontend", broken)
+    monkeypatch.setattr(driver, "_frontend", broken)
     monkeypatch.delenv("INTENTC_TRACEBACK", raising=False)
     result = CliRunner().invoke(cli.main, ["check", str(SAXPY)])
     assert result.exit_code == cli.INTERNAL_ERROR_EXIT, result.output

@@ -48,6 +48,8 @@ RULES = {
     "region_helper_extent": "R5",
     "region_combine_type": "R3",
     "subregion_step": "D7",
+    "subregion_reversed": "D7",
+    "slice_step_write": "D7",
     "reshape_zero_infer": "S4",
     "parallel_break": "P4",
     "parallel_return": "P4",
@@ -124,6 +126,13 @@ CARETS = {
     "scaled_contract_block": "a",
     "sparse_contract_format": '"1:4"',
     "sparse_contract_meta": "meta",
+    "subregion_reversed": "-1",
+    "slice_step_write": "-1",
+    "import_missing_module": "from layer_norms import layernorm_row",
+    "import_missing_name": "layernorm_rows",
+    "import_clash": "mean",
+    "import_kernel": "selftest",
+    "import_error_inside": "scale",
 }
 
 # Words the message or hint must contain: the values it names, what was expected.
@@ -170,6 +179,16 @@ MENTIONS = {
     "scaled_contract_block": ["K = 48", "block size 32"],
     "sparse_contract_format": ['"1:4"', '"2:4"', '"csr"'],
     "sparse_contract_meta": ["i32", "u8", "bits 0-1"],
+    "subregion_reversed": ["runs upward", "i = n - 1 - k", "x[::-1]"],
+    "slice_step_write": ["indexed relation", "out[n - 1 - i] = x[i]", "I.scatter"],
+    "import_missing_module": ["'layer_norms'", "searched: layer_norms.intent", "-I DIR"],
+    "import_missing_name": ["'layernorm_rows'", "did you mean 'layernorm_row'?", "EPS, layernorm_row, mean"],
+    "import_cycle": ["modules/cycle_a.intent -> modules/cycle_b.intent -> modules/cycle_a.intent",
+                     "modules/cycle_a.intent is imported at import_cycle.intent:2:1"],
+    "import_clash": ["'mean'", "import at line 2", "as other"],
+    "import_kernel": ["'selftest'", "kernel", "@intent.fn helper"],
+    "import_error_inside": ["modules/broken.intent:6:16", "modules/broken.intent is imported at "
+                            "import_error_inside.intent:2:1"],
 }
 
 # How many diagnostics a case reports (1 unless listed).
@@ -203,8 +222,13 @@ def _render(exc: CompileError) -> str:
 
 def _in_process(name: str) -> CompileError:
     path = HERE / f"{name}.intent"
-    with pytest.raises(CompileError) as info:
-        frontend(path.read_text(encoding="utf-8"), f"{name}.intent")
+    cwd = os.getcwd()
+    os.chdir(HERE)  # as the CLI runs: modules imported beside the case are found from here
+    try:
+        with pytest.raises(CompileError) as info:
+            frontend(path.read_text(encoding="utf-8"), f"{name}.intent")
+    finally:
+        os.chdir(cwd)
     return info.value
 
 

@@ -1,7 +1,8 @@
 """Parameter extents written as expressions of extent names (S1): ``f32[B, T, 3 * C]``,
 ``f32[N + 2]``. Each is checked on entry against the names the other axes bind, with the
 usual message and INTENT_E_SHAPE, compiled and interpreted alike; a name used only inside
-expressions is a diagnostic."""
+expressions is solved from an axis ``c * N + k`` (c > 0) and checked to be whole, else it is a
+diagnostic."""
 from __future__ import annotations
 
 import numpy as np
@@ -73,9 +74,60 @@ def test_a_result_sized_from_an_expression_parameter(sides):
             call("pairs", x, np.zeros(5, np.float32))
 
 
-def test_a_name_only_inside_expressions_is_a_diagnostic():
-    source = "import intent as I\n\n@intent.kernel\ndef trim(x: f32[N + 1], out: mut f32[1]):\n    out[0] = x[0]\n"
-    with pytest.raises(CompileError) as info:
-        frontend(source, "t.intent")
-    text = str(info.value)
-    assert "error[S1]" in text and "uses 'N', which no axis is named by itself" in text and "t.intent:4:" in text
+SOLVED = """
+import intent as I
+
+@intent.kernel
+def diffs(x: f32[N + 1], out: mut f32[1]):
+    out[0] = 0.0
+    for i in I.domain(0, N):
+        out[0] += x[i + 1] - x[i]
+
+@intent.kernel
+def half_sums(x: f32[2 * N], out: mut f32[2]):
+    out[0] = I.sum(x[0:N])
+    out[1] = I.sum(x[N:2 * N])
+
+@intent.kernel
+def thirds(x: f32[3 * N + 1], out: mut f32[1]):
+    out[0] = I.cast(N, f32)
+"""
+
+
+def test_a_name_only_inside_affine_extents_is_solved():
+    """``f32[N + 1]``, ``f32[2 * N]``, ``f32[3 * N + 1]`` bind N = (extent - k) / c on entry, so
+    the body can use it; an extent that no whole N >= 0 gives is INTENT_E_SHAPE."""
+    module = frontend(SOLVED, "s.intent")
+    lib = intentc.load_source(SOLVED, name="solved_extents")
+    sides = [("compiled", lambda name, *a: getattr(lib, name)(*a)),
+             ("interpreted", lambda name, *a: intentc.interpret(module, name, *a))]
+    for side, call in sides:
+        out = np.zeros(1, np.float32)
+        call("diffs", np.array([1, 4, 9, 16], np.float32), out)
+        assert out[0] == 15, side
+        out = np.zeros(2, np.float32)
+        call("half_sums", np.arange(6, dtype=np.float32), out)
+        np.testing.assert_array_equal(out, [3, 12], err_msg=side)
+        out = np.zeros(1, np.float32)
+        call("thirds", np.zeros(7, np.float32), out)
+        assert out[0] == 2, side
+        for name, n, words in (("half_sums", 5, "extent 2*N: x.shape[0] = 5 is not 2*N for any extent N >= 0"),
+                               ("thirds", 6, "extent (3*N)+1: x.shape[0] = 6 is not (3*N)+1"),
+                               ("thirds", 0, "x.shape[0] = 0 is not (3*N)+1"),
+                               ("diffs", 0, "extent N+1: x.shape[0] = 0 is not N+1")):
+            out = np.full(2, 7.0, np.float32)[:1 if name != "half_sums" else 2]
+            with pytest.raises(intentc.KernelError) as info:
+                call(name, np.zeros(n, np.float32), out)
+            assert info.value.code == E_SHAPE and words in str(info.value), (side, str(info.value))
+            assert (out == 7).all(), f"{side}: nothing is written"
+
+
+def test_a_name_that_cannot_be_solved_is_a_diagnostic():
+    for extent in ("N * M", "N * N", "N // 2", "1 - N"):
+        source = f"import intent as I\n\n@intent.kernel\ndef trim(x: f32[{extent}], out: mut f32[1]):\n" \
+                 "    out[0] = x[0]\n"
+        with pytest.raises(CompileError) as info:
+            frontend(source, "t.intent")
+        text = str(info.value)
+        assert "error[S1]" in text and "which no axis is named by itself" in text and "t.intent:4:" in text, text
+        assert "from which it can be solved" in text

@@ -95,8 +95,8 @@ def test_crlf_diagnostic_shows_the_line_without_carriage_return():
     (PROGRAM.replace("def k", "def 1k"), "4:5", ["unexpected"]),
     (PROGRAM.replace("->", "=>"), "4:", ["unexpected"]),
     ("import intent as I\n@intent.kernel\n", "2:", ["end of file"]),
-    ("import numpy as np\n" + PROGRAM, "1:1", ["unknown import"]),
-    (PROGRAM + "x = 1\n", "6:1", ["top level"]),
+    ("import numpy as np\n" + PROGRAM, "1:1", ["no module named 'numpy'", "import intent as I"]),
+    (PROGRAM + "x += 1\n", "6:1", ["top level"]),
 ])
 def test_syntax_errors_have_locations(source, location, words):
     try:

@@ -79,8 +79,9 @@ def test_a_function_defined_twice():
     assert d.message == "'k' is defined twice (first at line 4)"
 
 
-def test_the_only_import_is_intent_as_i():
+def test_the_builtins_are_imported_as_i():
     tree = parse_source("import intent as J\n\n@intent.kernel\ndef k(x: f32[N]):\n    pass\n", "t.intent")
     with pytest.raises(CompileError) as caught:
         build_module(tree, "t")
-    assert caught.value.diagnostics[0].message == "unknown import 'intent as J'"
+    assert caught.value.diagnostics[0].message == "the builtins are imported as I, not as J"
+    assert "import intent as I" in caught.value.diagnostics[0].hint
