@@ -56,6 +56,7 @@ from intentc.base import elementary
 from intentc.base.math_constants import LN2, PI, PI_FIXED, PREC, to_dd
 from intentc.base.math_dd import two_sum
 from intentc.base.math_explog import pow_specials
+from intentc.base.math_special import _erf_constants
 from intentc.base.math_trig import _mod4, _pick, _round_int
 
 INF, NAN = float("inf"), float("nan")
@@ -66,6 +67,15 @@ EXPM1_T = tuple(float(Fraction(1, factorial(n))) for n in range(2, 8))  # x^2 (1
 SINH_T = tuple(float(Fraction(1, factorial(n))) for n in range(3, 12, 2))  # a^3 (1/3! + a^2/5! + ... + a^8/11!)
 SIN_S = tuple(float(Fraction((-1) ** n, factorial(2 * n + 1))) for n in range(1, 8))  # to r^15
 COS_C = tuple(float(Fraction((-1) ** n, factorial(2 * n))) for n in range(2, 9))  # r^4 .. r^16
+# erfc a = e^(-a^2) g(a) on [1/2, 10.1]: g a polynomial of degree 12 in v = (u - centre) / half,
+# u = 1 / (1 + 0.35 a) (relative error 2^-36; benchmarks/math/fit_f32.py erfc), then centre, 1 / half
+ERFC_G = tuple(map(float.fromhex, (
+    "0x1.b37ee1bd1e523p-3", "0x1.e5becc115798cp-3", "0x1.ca3b4754c845cp-4", "0x1.505c4273a88ccp-5",
+    "0x1.6b0c1fbe43038p-7", "0x1.e915e71577808p-10", "0x1.b7165c73ca13fp-15", "-0x1.e1c6f57d9c940p-15",
+    "-0x1.2fa34954ccf86p-17", "0x1.dbcd977dce3f4p-20", "0x1.1c64d39f0be78p-21",
+    "-0x1.19f0970ddae3cp-24", "-0x1.a9bb9807deb5bp-26",
+    "0x1.12527a1052897p-1", "0x1.95fd8fd8fd8fdp+1")))
+ERF_CUT, ERFC_LAST = 0.5, 10.1  # the series below ERF_CUT; erfc rounds to +0 in f32 above ERFC_LAST
 # the biased f64 exponents of f32 values: 2^-149 (the least subnormal) to 2^127
 E_FIRST, E_LAST = 1023 - 149, 1023 + 127
 
@@ -273,8 +283,50 @@ def tan(A, x):
     return _finite(A, x, y)
 
 
+# ---- erf, erfc -----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _erf_series() -> tuple:
+    """erf a = a (c0 + c1 a^2 + ... + c8 a^16), the Taylor series (error 2^-35 on |a| < 1/2)."""
+    c_dd, series, _ = _erf_constants()
+    return (c_dd[0],) + series[:8]
+
+
+def _erf_parts(A, x):
+    """``a = |x|``, ``erf a`` for ``a < 1/2`` and ``erfc a`` for ``a >= 1/2`` (garbage elsewhere,
+    selected away), and ``a < 1/2``."""
+    a = A.fabs(x)
+    z = A.mul(a, a)  # exact: a is an f32 value
+    small = A.mul(a, _horner(A, z, _erf_series()))
+    ac = A.select(A.lt(a, A.c(ERFC_LAST)), a, A.c(ERFC_LAST))  # inf and NaN (selected away) too
+    u = A.div(A.c(1.0), A.add(A.c(1.0), A.mul(ac, A.c(0.35))))
+    v = A.mul(A.sub(u, A.c(ERFC_G[-2])), A.c(ERFC_G[-1]))
+    g = _horner(A, v, ERFC_G[:-2])
+    zc = A.mul(ac, ac)
+    large = A.mul(_exp(A, A.neg(zc)), g)
+    large = A.select(A.lt(a, A.c(ERFC_LAST)), large, A.c(0.0))
+    return a, small, large, A.lt(a, A.c(ERF_CUT))
+
+
+def erf(A, x):
+    a, small, large, is_small = _erf_parts(A, x)
+    y = A.select(is_small, small, A.sub(A.c(1.0), large))
+    y = A.select(A.uno(x, x), x, y)
+    return _signed(A, y, x)  # odd bit for bit, erf(+-0) = +-0
+
+
+def erfc(A, x):
+    a, small, large, is_small = _erf_parts(A, x)
+    neg = A.lt(x, A.c(0.0))
+    one, two = A.c(1.0), A.c(2.0)
+    y_small = A.select(neg, A.add(one, small), A.sub(one, small))  # 1 -+ erf a
+    y_large = A.select(neg, A.sub(two, large), large)
+    y = A.select(is_small, y_small, y_large)
+    return A.select(A.uno(x, x), x, y)
+
+
 ALGORITHMS = {
     "expm1": expm1, "sinh": sinh, "cosh": cosh, "sigmoid": sigmoid, "softplus": softplus,
     "pow": pow_, "log1p": log1p, "rsqrt": rsqrt, "cbrt": cbrt, "hypot": hypot,
     "asinh": asinh, "acosh": acosh, "atanh": atanh, "sin": sin, "cos": cos, "tan": tan,
+    "erf": erf, "erfc": erfc,
 }
