@@ -43,6 +43,15 @@ of ``w`` is put back to first order).
     ``r = frac * pi/2`` in double (relative error near ``2^-52`` even for the ``f32`` closest
     to a multiple of pi/2); ``sin r`` and ``cos r`` by their Taylor series to ``r^15`` and
     ``r^16`` on ``|r| <= pi/4``; ``tan = sin/cos`` or ``-cos/sin``.
+``erf erfc``
+    ``a = |x|``: ``erf a = a P(a^2)`` (the Taylor series to ``a^17``, error ``2^-35``) below
+    1/2; above, ``erfc a = e^(-a^2) g(a)`` (``a^2`` exact) with ``g = e^(a^2) erfc`` a
+    polynomial of degree 12 in ``v``, an affine map of ``u = 1/(1 + 0.35a)``, fitted by least
+    squares on Chebyshev nodes (relative error ``2^-36``; ``benchmarks/math/fit_f32.py erfc``);
+    ``erf = 1 - erfc`` there (no cancellation: ``erfc(1/2) < 0.48``), ``erfc(-a) = 2 - erfc a``,
+    ``erfc = 1 -+ erf`` below 1/2; ``erfc`` is ``+0`` above 10.1 (below half the least f32).
+    The error is ``0.5 + 2^-11`` ulp at most.
+
 Odd functions are computed on ``|x|`` and take ``x``'s sign bit (``sin(-x) == -sin(x)`` bit
 for bit, zeros keep their sign); special values follow C99 Annex F.
 """

@@ -290,6 +290,24 @@ def test_f32_reduction_over_every_exponent():
             assert err < 0.51, (name, xi, yi, err)
 
 
+def test_f32_fmod_and_remainder_are_exact(compiled):
+    """f32 fmod and remainder (square-and-double on the significands, math_exact.py) equal the
+    exact values for random bit patterns (every exponent gap, subnormals, specials) and close
+    quotients, compiled and interpreted: NumPy's fmod and Python's remainder are exact."""
+    rng = np.random.default_rng(17)
+    n = 20000
+    x = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    with np.errstate(all="ignore"):  # NaN and inf among the patterns
+        y = np.concatenate([rng.integers(0, 1 << 32, n // 2, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                            (x[n // 2:] / rng.uniform(0.5, 40, n // 2)).astype(np.float32)])
+        fmod = np.fmod(x, y)
+        rem = np.array([math.remainder(a, b) if math.isfinite(a) and b != 0 and not math.isnan(b) else math.nan
+                        for a, b in zip(x.astype(float), y.astype(float))], np.float32)
+    for name, want in (("fmod", fmod), ("remainder", rem)):
+        assert_same_bits(getattr(compiled, f"{name}_f32")(x, y), want, f"{name}_f32 compiled")
+        assert_same_bits(mathfuncs.evaluate(name, x, y), want, f"{name}_f32 interpreted")
+
+
 # ---------------------------------------------------------------------------------------
 # accuracy on a sample (the measured maxima of docs/language.md: tests/e2e/test_math_accuracy.py)
 # ---------------------------------------------------------------------------------------
