@@ -7,11 +7,13 @@ An algorithm is ``algorithm(A, *operands)`` over an arithmetic ``A`` in the form
 own format (32 for f32 and f16, 64 for f64) so that an algorithm may do less work for a
 narrower result. ``F32_ALGORITHMS`` (``math_f32``) replace some of them for ``f32`` operands
 (``A.source == 32``; f16 and bf16 too, computed as f32 is): the same f64 arithmetic,
-plain doubles instead of double words. ``algorithm(name, source)`` picks.
+plain doubles instead of double words; ``F32_ARITHMETIC_ALGORITHMS`` (``math_f32_arith``)
+compute others in f32 arithmetic (``A.fmt`` is f32). ``algorithm(name, source)`` picks.
 """
 from __future__ import annotations
 
-from intentc.base import elementary, math_catalog, math_exact, math_explog, math_f32, math_gamma, math_special, math_trig
+from intentc.base import (elementary, math_catalog, math_exact, math_explog, math_f32, math_f32_arith, math_gamma,
+                         math_special, math_trig)
 
 ALGORITHMS = {
     **elementary.ALGORITHMS,
@@ -24,10 +26,14 @@ ALGORITHMS = {
 }
 
 F32_ALGORITHMS = math_f32.ALGORITHMS
+F32_ARITHMETIC_ALGORITHMS = math_f32_arith.ALGORITHMS
+assert set(F32_ARITHMETIC_ALGORITHMS) == set(math_catalog.F32_ARITHMETIC)
 
 
 def algorithm(name: str, source: int):
     """The algorithm computing ``name`` for operands of ``source`` bits (32 or 64)."""
+    if source == 32 and name in F32_ARITHMETIC_ALGORITHMS:
+        return F32_ARITHMETIC_ALGORITHMS[name]
     if source == 32 and name in F32_ALGORITHMS:
         return F32_ALGORITHMS[name]
     return ALGORITHMS[name]

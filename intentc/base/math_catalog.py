@@ -9,8 +9,9 @@ LLVM IR by ``intentc/codegen/mathlib.py`` and with NumPy by ``intentc/interp/mat
 
 Formats
     ``NATIVE`` functions run in the operand's own format (f32 in f32, f64 in f64): exp, log
-    and tanh, and the exact ones that need no wider arithmetic (floor, ceil, round, trunc,
-    copysign). Every other function runs in f64: an f32 operand is widened exactly and the
+    and tanh, the exact ones that need no wider arithmetic (floor, ceil, round, trunc,
+    copysign), and ``F32_ARITHMETIC``, whose f32 operands have algorithms in f32 arithmetic
+    of their own (``math_f32_arith``, below 1 ulp). Every other function runs in f64: an f32 operand is widened exactly and the
     f64 result rounded once to f32. For most of them the f32 operand gets an algorithm of
     its own (``math_f32``: plain doubles, about 2^-45 relative error, no double words),
     the rest run the f64 double-word algorithm (``math_algorithms.algorithm`` picks); either
@@ -31,8 +32,10 @@ BINARY = ("atan2", "hypot", "fmod", "remainder", "copysign", "pow")
 # The binary functions that are new KIR ops (``pow`` already is one).
 NEW_BINARY = tuple(name for name in BINARY if name != "pow")
 
+# f32 (f16, bf16) operands of these are computed in f32 arithmetic (``math_f32_arith``).
+F32_ARITHMETIC = ("exp2", "log2", "log10", "atan", "atan2", "asin", "acos")
 # Computed in the operand's own format (the rest: in f64, see the module docstring).
-NATIVE = frozenset(ELEMENTARY + ("floor", "ceil", "round", "trunc", "copysign"))
+NATIVE = frozenset(ELEMENTARY + ("floor", "ceil", "round", "trunc", "copysign") + F32_ARITHMETIC)
 
 ALL = ELEMENTARY + UNARY + BINARY
 

@@ -17,8 +17,9 @@ is assumed (the x86-64 baseline has none), which also lets every loop vectorise.
     ``|x|`` with ``y``'s sign bit (NaN's sign bit included).
 ``fmod(x, y)``
     C's ``fmod``: ``x - n y`` with ``n = trunc(x / y)``, exact, with ``x``'s sign. f32 (f16
-    through f32) computes in f64: the exponent gap is closed 27 bits per step (a quotient
-    of at most 29 bits times a 24-bit ``y`` is exact in f64), 11 steps cover every gap.
+    through f32) computes in f64 on the integral significands: ``M_x 2^d mod M_y`` with
+    ``2^d mod M_y`` by square-and-double over the 9 bits of the exponent gap ``d`` (every
+    product below 2^48, exact in f64), one division (the reciprocal of ``M_y``) in all.
     f64 closes 48 bits per step with Dekker's exact product (45 steps). ``fmod(x, 0)``,
     ``fmod(+-inf, y)`` and NaN give NaN; ``fmod(x, +-inf) == x``; ``fmod(+-0, y) == +-0``.
 ``remainder(x, y)``
@@ -83,12 +84,52 @@ def _pow2(A, e):
     return A.from_bits(A.shl(A.iadd(A.ftoi(e), A.ic(F.bias)), F.mant))
 
 
+def _floor_small(A, v):
+    """``floor(v)`` for ``0 <= v < 2^51``."""
+    big = A.c(2.0 ** 52)
+    t = A.sub(A.add(v, big), big)
+    return A.select(A.gt(t, v), A.sub(t, A.c(1.0)), t)
+
+
+def _mod_integer(A, p, m, inv):
+    """``p mod m`` for integers ``0 <= p < 2^49`` and ``2^23 <= m < 2^24`` (``inv`` = 1/m rounded):
+    the quotient estimate is the floor or one off, the product and difference exact."""
+    q = _floor_small(A, A.mul(p, inv))
+    r = A.sub(p, A.mul(q, m))
+    r = A.select(A.lt(r, A.c(0.0)), A.add(r, m), r)
+    return A.select(A.uge(r, m), A.sub(r, m), r)
+
+
+def _fmod_abs_narrow(A, a, b):
+    """``fmod(a, b)`` exactly for ``a > 0``, ``b > 0`` of 24-bit significands (f32 values, and
+    twice one), computed in f64: with ``a = M_a 2^(e_a - 23)``, ``b = M_b 2^(e_b - 23)``
+    (integral ``M`` in ``[2^23, 2^24)``), ``fmod = 2^(e_b - 23) (M_a 2^d mod M_b)``, ``d = e_a - e_b``;
+    ``2^d mod M_b`` by square-and-double over the 9 bits of ``d`` (products below 2^48,
+    exact). Valid where ``a >= b``; the caller takes ``a`` itself below."""
+    ea, eb = _exponent(A, a), _exponent(A, b)
+    twenty_three = A.c(23.0)
+    ma = A.mul(a, _pow2(A, A.sub(twenty_three, ea)))
+    mb = A.mul(b, _pow2(A, A.sub(twenty_three, eb)))
+    inv = A.div(A.c(1.0), mb)
+    d = A.sub(ea, eb)
+    bits = A.ftoi(A.select(A.gt(d, A.c(0.0)), d, A.c(0.0)))  # below 2^9
+    r = A.c(1.0)
+    for k in range(8, -1, -1):
+        r = _mod_integer(A, A.mul(r, r), mb, inv)
+        twice = A.add(r, r)
+        twice = A.select(A.uge(twice, mb), A.sub(twice, mb), twice)
+        bit = A.ilt(A.ic(0), A.iand(A.ashr(bits, k), A.ic(1)))
+        r = A.select(bit, twice, r)
+    return A.mul(_mod_integer(A, A.mul(ma, r), mb, inv), _pow2(A, A.sub(eb, twenty_three)))
+
+
 def _fmod_abs(A, a, b):
-    """``fmod(a, b)`` for finite ``a >= 0`` and finite ``b > 0``, exact. Each step subtracts
-    ``q * b * 2^s``, ``s`` chosen so that the quotient ``q`` has at most ``step + 2`` bits
-    and the product is exact (in f64 for f32 operands, else by Dekker's product)."""
-    wide = A.source == 32  # f32 operands, exact in f64: 27-bit steps, products exact as they are
-    step, steps = (27, 11) if wide else (48, 45)
+    """``fmod(a, b)`` for finite ``a >= 0`` and finite ``b > 0``, exact. f32 operands (in f64):
+    ``_fmod_abs_narrow``. f64: each step subtracts ``q * b * 2^s``, ``s`` chosen so that the
+    quotient ``q`` has at most 50 bits and the product is exact by Dekker's product."""
+    if A.source == 32:
+        return _fmod_abs_narrow(A, a, b)
+    step, steps = 48, 45
     eb = _exponent(A, b)
     zero = A.c(0.0)
     for _ in range(steps):
@@ -100,10 +141,7 @@ def _fmod_abs(A, a, b):
         t2 = trunc(A, A.mul(A.sub(s, t1), A.c(0.5)))
         bs = A.mul(A.mul(A.mul(b, _pow2(A, t1)), _pow2(A, t2)), _pow2(A, A.sub(A.sub(s, t1), t2)))
         q = trunc(A, A.div(a, bs))  # below 2^(step + 2); at most one too large, never too small
-        if wide:
-            a = A.sub(a, A.mul(q, bs))  # q < 2^29, bs of 24 bits: exact; so is the difference
-        else:
-            a = _sub_product(A, a, q, bs)
+        a = _sub_product(A, a, q, bs)
         a = A.select(A.lt(a, zero), A.add(a, bs), a)  # q one too large: back into [0, bs)
         a = A.select(A.uge(a, bs), A.sub(a, bs), a)
     return a

@@ -17,17 +17,16 @@ and ``log`` (below 1 ulp), and ``log1p_f64(u)`` for any double ``u`` as
 ``log(w) + (u - (w - 1)) / w`` with ``w = 1 + u`` (the classic correction: the rounding
 of ``w`` is put back to first order).
 
-``exp2 expm1 sinh cosh sigmoid softplus pow``
-    ``exp2(x) = e^(x ln2)`` (the product's rounding costs ``|x| 2^-53``, at most ``2^-45``
-    relative where the result is a finite ``f32``); ``expm1`` is ``e^x - 1`` for
+``expm1 sinh cosh sigmoid softplus pow``
+    ``expm1`` is ``e^x - 1`` for
     ``|x| > 1/32`` (cancellation at most a factor 33) and its Taylor series to ``x^7``
     below; ``sinh a = (e^a - 1/e^a)/2`` for ``a = |x| >= 1/4`` and the series to
     ``a^11`` below, ``cosh a = (e^a + 1/e^a)/2``; ``sigmoid x = 1/(1 + e^-x)``;
     ``softplus x = max(x, 0) + log1p(e^-|x|)``; ``pow(x, y) = e^(y log|x|)`` (the product's
     error is at most ``150 * 2^-53`` where the result is a finite normal ``f32``) with
     ``math_explog``'s C99 special cases.
-``log2 log10 log1p``
-    ``log x`` times ``1/ln2`` or ``1/ln10``; ``log1p_f64``.
+``log1p``
+    ``log1p_f64``.
 ``rsqrt cbrt hypot``
     ``1/sqrt(x)``; ``cbrt a = e^(log a / 3)`` (``|log a| < 104``) with ``x``'s sign;
     ``sqrt(x^2 + y^2)``, the squares of ``f32`` values exact in ``f64`` and far from its
@@ -44,13 +43,14 @@ of ``w`` is put back to first order).
     ``r = frac * pi/2`` in double (relative error near ``2^-52`` even for the ``f32`` closest
     to a multiple of pi/2); ``sin r`` and ``cos r`` by their Taylor series to ``r^15`` and
     ``r^16`` on ``|r| <= pi/4``; ``tan = sin/cos`` or ``-cos/sin``.
-``atan atan2 asin acos``
-    The ratio ``t`` of the smaller to the larger magnitude (one division), ``c = j/8`` the
-    nearest eighth, ``atan t = atan c + atan((t - c)/(1 + t c))`` (``t - c`` exact) with
-    ``atan c`` from a table and the Taylor series to ``u^13`` on ``|u| <= 1/16``; then
-    ``pi/2 -`` and ``pi -`` by quadrant, C99's zeros and infinities as ``math_trig`` has them.
-    ``asin x = atan2(|x|, sqrt((1 - |x|)(1 + |x|)))`` with ``x``'s sign, ``acos x =
-    atan2(sqrt(...), x)`` (``1 - |x|`` and ``1 + |x|`` exact).
+``erf erfc``
+    ``a = |x|``: ``erf a = a P(a^2)`` (the Taylor series to ``a^17``, error ``2^-35``) below
+    1/2; above, ``erfc a = e^(-a^2) g(a)`` (``a^2`` exact) with ``g = e^(a^2) erfc`` a
+    polynomial of degree 12 in ``v``, an affine map of ``u = 1/(1 + 0.35a)``, fitted by least
+    squares on Chebyshev nodes (relative error ``2^-36``; ``benchmarks/math/fit_f32.py erfc``);
+    ``erf = 1 - erfc`` there (no cancellation: ``erfc(1/2) < 0.48``), ``erfc(-a) = 2 - erfc a``,
+    ``erfc = 1 -+ erf`` below 1/2; ``erfc`` is ``+0`` above 10.1 (below half the least f32).
+    The error is ``0.5 + 2^-11`` ulp at most.
 
 Odd functions are computed on ``|x|`` and take ``x``'s sign bit (``sin(-x) == -sin(x)`` bit
 for bit, zeros keep their sign); special values follow C99 Annex F.
@@ -62,23 +62,29 @@ from fractions import Fraction
 from math import factorial
 
 from intentc.base import elementary
-from intentc.base.math_constants import LN2, LN10, PI, PI_FIXED, PREC, to_dd
+from intentc.base.math_constants import LN2, PI, PI_FIXED, PREC, to_dd
 from intentc.base.math_dd import two_sum
 from intentc.base.math_explog import pow_specials
-from intentc.base.math_trig import _atan_table, _mod4, _pick, _round_int
+from intentc.base.math_special import _erf_constants
+from intentc.base.math_trig import _mod4, _pick, _round_int
 
 INF, NAN = float("inf"), float("nan")
 LN2_F = float(LN2)
-INV_LN2 = float(1 / LN2)
-INV_LN10 = float(1 / LN10)
 PIO2_HI, PIO2_LO = to_dd(PI / 2)
-PI_F = float(PI)
 SIGN = -(1 << 63)
 EXPM1_T = tuple(float(Fraction(1, factorial(n))) for n in range(2, 8))  # x^2 (1/2! + x/3! + ... + x^5/7!)
 SINH_T = tuple(float(Fraction(1, factorial(n))) for n in range(3, 12, 2))  # a^3 (1/3! + a^2/5! + ... + a^8/11!)
 SIN_S = tuple(float(Fraction((-1) ** n, factorial(2 * n + 1))) for n in range(1, 8))  # to r^15
 COS_C = tuple(float(Fraction((-1) ** n, factorial(2 * n))) for n in range(2, 9))  # r^4 .. r^16
-ATAN_T = tuple(float(Fraction((-1) ** n, 2 * n + 1)) for n in range(1, 7))  # u^3 (-1/3 + ... + u^10/13)
+# erfc a = e^(-a^2) g(a) on [1/2, 10.1]: g a polynomial of degree 12 in v = (u - centre) / half,
+# u = 1 / (1 + 0.35 a) (relative error 2^-36; benchmarks/math/fit_f32.py erfc), then centre, 1 / half
+ERFC_G = tuple(map(float.fromhex, (
+    "0x1.b37ee1bd1e523p-3", "0x1.e5becc115798cp-3", "0x1.ca3b4754c845cp-4", "0x1.505c4273a88ccp-5",
+    "0x1.6b0c1fbe43038p-7", "0x1.e915e71577808p-10", "0x1.b7165c73ca13fp-15", "-0x1.e1c6f57d9c940p-15",
+    "-0x1.2fa34954ccf86p-17", "0x1.dbcd977dce3f4p-20", "0x1.1c64d39f0be78p-21",
+    "-0x1.19f0970ddae3cp-24", "-0x1.a9bb9807deb5bp-26",
+    "0x1.12527a1052897p-1", "0x1.95fd8fd8fd8fdp+1")))
+ERF_CUT, ERFC_LAST = 0.5, 10.1  # the series below ERF_CUT; erfc rounds to +0 in f32 above ERFC_LAST
 # the biased f64 exponents of f32 values: 2^-149 (the least subnormal) to 2^127
 E_FIRST, E_LAST = 1023 - 149, 1023 + 127
 
@@ -114,10 +120,6 @@ def log1p_f64(A, u):
 
 
 # ---- exponentials ----------------------------------------------------------------------
-def exp2(A, x):
-    return _exp(A, A.mul(x, A.c(LN2_F)))
-
-
 def expm1(A, x):
     small = A.add(x, A.mul(A.mul(x, x), _horner(A, x, EXPM1_T)))
     big = A.sub(_exp(A, x), A.c(1.0))
@@ -157,14 +159,6 @@ def pow_(A, x, y):
 
 
 # ---- logarithms ------------------------------------------------------------------------
-def log2(A, x):
-    return A.mul(_log(A, x), A.c(INV_LN2))
-
-
-def log10(A, x):
-    return A.mul(_log(A, x), A.c(INV_LN10))
-
-
 def log1p(A, x):
     return A.select(A.eq(x, A.c(0.0)), x, log1p_f64(A, x))  # log1p(+-0) = +-0
 
@@ -298,70 +292,50 @@ def tan(A, x):
     return _finite(A, x, y)
 
 
-# ---- inverse trigonometric ----------------------------------------------------------------
-def _atan_ratio(A, n, d):
-    """``atan(n / d)`` for ``n, d >= 0``, finite, not both 0 (the smaller over the larger)."""
-    swap = A.gt(n, d)
-    t = A.div(A.select(swap, d, n), A.select(swap, n, d))  # in [0, 1]
-    j = _round_int(A, A.mul(t, A.c(8.0)))
-    j = A.select(A.and_(A.uge(j, A.c(0.0)), A.le(j, A.c(8.0))), j, A.c(0.0))  # NaN (selected away): 0
-    c = A.mul(j, A.c(0.125))
-    u = A.div(A.sub(t, c), A.add(A.c(1.0), A.mul(t, c)))  # |u| <= 1/16
-    z = A.mul(u, u)
-    at = A.add(u, A.mul(A.mul(u, z), _horner(A, z, ATAN_T)))
-    base = A.table("atan_hi", tuple(h for h, _ in _atan_table()), A.ftoi(j))
-    y = A.add(base, at)
-    return A.select(swap, A.sub(A.c(PIO2_HI), y), y)
+# ---- erf, erfc -----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _erf_series() -> tuple:
+    """erf a = a (c0 + c1 a^2 + ... + c8 a^16), the Taylor series (error 2^-35 on |a| < 1/2)."""
+    c_dd, series, _ = _erf_constants()
+    return (c_dd[0],) + series[:8]
 
 
-def atan(A, x):
+def _erf_parts(A, x):
+    """``a = |x|``, ``erf a`` for ``a < 1/2`` and ``erfc a`` for ``a >= 1/2`` (garbage elsewhere,
+    selected away), and ``a < 1/2``."""
     a = A.fabs(x)
-    inf = A.eq(a, A.c(INF))
-    y = _atan_ratio(A, A.select(inf, A.c(1.0), a), A.select(inf, A.c(0.0), A.c(1.0)))
+    z = A.mul(a, a)  # exact: a is an f32 value
+    small = A.mul(a, _horner(A, z, _erf_series()))
+    ac = A.select(A.lt(a, A.c(ERFC_LAST)), a, A.c(ERFC_LAST))  # inf and NaN (selected away) too
+    u = A.div(A.c(1.0), A.add(A.c(1.0), A.mul(ac, A.c(0.35))))
+    v = A.mul(A.sub(u, A.c(ERFC_G[-2])), A.c(ERFC_G[-1]))
+    g = _horner(A, v, ERFC_G[:-2])
+    zc = A.mul(ac, ac)
+    large = A.mul(_exp(A, A.neg(zc)), g)
+    large = A.select(A.lt(a, A.c(ERFC_LAST)), large, A.c(0.0))
+    return a, small, large, A.lt(a, A.c(ERF_CUT))
+
+
+def erf(A, x):
+    a, small, large, is_small = _erf_parts(A, x)
+    y = A.select(is_small, small, A.sub(A.c(1.0), large))
     y = A.select(A.uno(x, x), x, y)
-    return _signed(A, y, x)
+    return _signed(A, y, x)  # odd bit for bit, erf(+-0) = +-0
 
 
-def atan2(A, y, x):
-    ay, ax = A.fabs(y), A.fabs(x)
-    one, zero, inf = A.c(1.0), A.c(0.0), A.c(INF)
-    yinf, xinf = A.eq(ay, inf), A.eq(ax, inf)
-    # C99 F.9.1.4: infinities become 1 (or 0 beside a finite other), 0/0 becomes 0/1
-    n = A.select(yinf, one, A.select(xinf, zero, ay))
-    d = A.select(xinf, one, A.select(yinf, zero, ax))
-    d = A.select(A.and_(A.eq(n, zero), A.eq(d, zero)), one, d)
-    base = _atan_ratio(A, n, d)
-    left = A.ilt(A.bits(x), A.ic(0))  # x < 0 or x = -0
-    r = A.select(left, A.sub(A.c(PI_F), base), base)
-    r = _signed(A, r, y)
-    return A.select(A.uno(x, y), A.c(NAN), r)
-
-
-def _sqrt_one_minus_sq(A, a):
-    return A.sqrt(A.mul(A.sub(A.c(1.0), a), A.add(A.c(1.0), a)))  # both factors exact for f32 a
-
-
-def asin(A, x):
-    a = A.fabs(x)
-    ok = A.le(a, A.c(1.0))
-    ac = A.select(ok, a, A.c(0.0))
-    d = _sqrt_one_minus_sq(A, ac)
-    r = _atan_ratio(A, ac, d)  # d = 0 only at |x| = 1
-    return A.select(ok, _signed(A, r, x), A.c(NAN))
-
-
-def acos(A, x):
-    a = A.fabs(x)
-    ok = A.le(a, A.c(1.0))
-    ac = A.select(ok, a, A.c(0.0))
-    base = _atan_ratio(A, _sqrt_one_minus_sq(A, ac), ac)
-    r = A.select(A.lt(x, A.c(0.0)), A.sub(A.c(PI_F), base), base)
-    return A.select(ok, r, A.c(NAN))
+def erfc(A, x):
+    a, small, large, is_small = _erf_parts(A, x)
+    neg = A.lt(x, A.c(0.0))
+    one, two = A.c(1.0), A.c(2.0)
+    y_small = A.select(neg, A.add(one, small), A.sub(one, small))  # 1 -+ erf a
+    y_large = A.select(neg, A.sub(two, large), large)
+    y = A.select(is_small, y_small, y_large)
+    return A.select(A.uno(x, x), x, y)
 
 
 ALGORITHMS = {
-    "exp2": exp2, "expm1": expm1, "sinh": sinh, "cosh": cosh, "sigmoid": sigmoid, "softplus": softplus,
-    "pow": pow_, "log2": log2, "log10": log10, "log1p": log1p, "rsqrt": rsqrt, "cbrt": cbrt, "hypot": hypot,
-    "asinh": asinh, "acosh": acosh, "atanh": atanh, "sin": sin, "cos": cos, "tan": tan, "atan": atan,
-    "atan2": atan2, "asin": asin, "acos": acos,
+    "expm1": expm1, "sinh": sinh, "cosh": cosh, "sigmoid": sigmoid, "softplus": softplus,
+    "pow": pow_, "log1p": log1p, "rsqrt": rsqrt, "cbrt": cbrt, "hypot": hypot,
+    "asinh": asinh, "acosh": acosh, "atanh": atanh, "sin": sin, "cos": cos, "tan": tan,
+    "erf": erf, "erfc": erfc,
 }

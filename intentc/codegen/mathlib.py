@@ -149,6 +149,19 @@ class _IR:
     def itof(self, i):
         return self.b.sitofp(i, self.ft)
 
+    def wide(self) -> "_IR":
+        """The f64 arithmetic on the same builder (for an f32 algorithm's wider steps)."""
+        return _IR(self.b, F64, self.source)
+
+    def narrow(self) -> "_IR":
+        return _IR(self.b, F32, self.source)
+
+    def widen(self, a):  # f32 -> f64, exact
+        return self.b.fpext(a, ir.DoubleType())
+
+    def round_f32(self, a):  # f64 -> f32, one rounding
+        return self.b.fptrunc(a, ir.FloatType())
+
 
 def _format_of(type_: ir.Type) -> Format:
     if isinstance(type_, ir.FloatType):

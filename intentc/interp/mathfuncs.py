@@ -127,6 +127,19 @@ class _NumPy:
     def itof(self, i):
         return self.np.asarray(i).astype(self.ft)
 
+    def wide(self) -> "_NumPy":
+        """The f64 arithmetic (for an f32 algorithm's wider steps)."""
+        return _NumPy(F64, self.source)
+
+    def narrow(self) -> "_NumPy":
+        return _NumPy(F32, self.source)
+
+    def widen(self, a):  # f32 -> f64, exact
+        return self.np.asarray(a, self.np.float32).astype(self.np.float64)
+
+    def round_f32(self, a):  # f64 -> f32, one rounding
+        return self.np.asarray(a, self.np.float64).astype(self.np.float32)
+
 
 FUNCTIONS = frozenset(math_catalog.ALL)
 _FORMATS = {32: F32, 64: F64}

@@ -80,10 +80,15 @@ def test_f32_measured(module32, name):
             ref = _f64_reference(name)(*(a.astype(np.float64) for a in args))
         nan = np.isnan(ref)
         assert np.array_equal(np.isnan(y), nan), f"{name}: NaN differs at {x[np.isnan(y) != nan][:5]}"
-        err = _ulp32(y[~nan], ref[~nan])
+        # a result equal to the rounded reference is within half an ulp: measure the others only
+        with np.errstate(all="ignore"):
+            differs = ~nan & (y.view(np.uint32) != ref.astype(np.float32).view(np.uint32))
+        if (~nan & ~differs).any():
+            worst = max(worst, 0.5)
+        err = _ulp32(y[differs], ref[differs])
         if err.size and err.max() > worst:
             k = int(np.argmax(err))
-            worst, where = float(err[k]), [float(a[~nan][k]) for a in args]
+            worst, where = float(err[k]), [float(a[differs][k]) for a in args]
     print(f"MEASURED {name} f32 {worst:.3f} at {where}")
     assert worst < BOUND[name]
 

@@ -26,7 +26,9 @@ INTS = ["i8", "i16", "i32", "u8", "u64"]  # the narrow ones saturate f16's range
 NUMPY = {"f16": np.float16, "f32": np.float32, **{t: np.dtype(("int" if t[0] == "i" else "uint") + t[1:]).type
                                                   for t in INTS},
          "bf16": np.uint16}  # bf16 compared as bits: its NaNs too (the conversions are integer code)
-MATH = ["I.exp(a)", "I.log(a)", "I.tanh(a)", "I.sqrt(a)", "a / b", "a // b", "a % b", "a ** b", "I.minimum(a, b)"]
+MATH = ["I.exp(a)", "I.log(a)", "I.tanh(a)", "I.sqrt(a)", "a / b", "a // b", "a % b", "a ** b", "I.minimum(a, b)",
+        # f32 arithmetic with f64 steps (math_f32_arith), plain f64 (math_f32), exact (math_exact)
+        "I.exp2(a)", "I.log10(a)", "I.atan2(a, b)", "I.asin(a)", "I.erfc(a)", "I.sin(a)", "I.remainder(a, b)"]
 
 
 def numeric_source() -> str:
