@@ -39,6 +39,10 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
                 # The fixed tiling of its reductions: the bits depend on these, never on the grid.
                 entry["lanes"] = gpu_blocks.LANES
                 entry["points"] = launch.points
+            if launch.kind == "tiles":
+                # One block per tile of C: the tiling (gpu_contract.py) fixes the bits, never the grid.
+                entry["points"] = launch.points
+                entry["tiles"] = launch.tiles.describe()
             launches.append(entry)
         out.append({
             "name": kernel.name,
@@ -53,8 +57,7 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
                         for x in plan.scratch],
             "checks": [dict(c, id=k) for k, c in enumerate(checks)],
             "device_heap": uses_heap(kernel, plan.scratch),
-            "static_shared_bytes": 8 * gpu_blocks.SHARED_SLOTS if any(
-                launch.kind in ("blocks", "block") for launch in plan.launches) else 0,
+            "static_shared_bytes": _static_shared(plan),
         })
     return {
         "format": MANIFEST_FORMAT,
@@ -76,6 +79,15 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
         "formula_functions": list(FUNCTIONS),
         "kernels": out,
     }
+
+
+def _static_shared(plan) -> int:
+    """The block-shared bytes the PTX declares: the cooperative slots, and a contraction's
+    tile buffers (one array, as large as the largest)."""
+    if not any(launch.kind in ("blocks", "block", "tiles") for launch in plan.launches):
+        return 0
+    tiles = [launch.tiles.shared_bytes for launch in plan.launches if launch.kind == "tiles"]
+    return 8 * gpu_blocks.SHARED_SLOTS + (max(tiles) if tiles else 0)
 
 
 def _ptx_isa(features: str) -> str:
