@@ -64,6 +64,7 @@ class TileConfig:
     bn: int
     bk: int
     shared_bytes: int
+    copies: str = "ld.global+st.shared"  # how K tiles reach shared memory (ffma: cp.async)
     intrinsic: str = ""  # mma: the NVVM intrinsic's suffix
     instruction: str = ""  # mma: the PTX instruction's suffix
 
@@ -71,7 +72,7 @@ class TileConfig:
         """The manifest's description of the mapping."""
         out = {"engine": self.engine, "operand": self.operand, "accumulator": self.accumulator,
                "block_tile": [self.bm, self.bn, self.bk], "threads": THREADS, "shared_bytes": self.shared_bytes,
-               "buffers": 2}
+               "buffers": 2, "copies": self.copies}
         if self.engine == "ffma":
             out["thread_tile"] = list(FFMA_THREAD_TILE)
         else:
@@ -92,10 +93,10 @@ def tile_config(kernel: P.Kernel, nest: P.TileNest) -> TileConfig | None:
         bm = MMA_WARPS[0] * MMA_WARP_TILES[0] * 16
         bn = MMA_WARPS[1] * MMA_WARP_TILES[1] * 8
         return TileConfig("mma", operand, acc, bm, bn, MMA_ROW_BYTES // size, 2 * (bm + bn) * MMA_PITCH,
-                          *MMA_SHAPES[(operand, acc)])
+                          "ld.global+st.shared", *MMA_SHAPES[(operand, acc)])
     if acc in FFMA_ACCUMULATORS:
         bm, bn, bk = FFMA_TILE
-        return TileConfig("ffma", acc, acc, bm, bn, bk, 2 * (bm + bn) * bk * ap.dtype.itemsize)
+        return TileConfig("ffma", acc, acc, bm, bn, bk, 2 * (bm + bn) * bk * ap.dtype.itemsize, "cp.async")
     return None
 
 

@@ -108,9 +108,11 @@ class ContractTiles:
 
         self.strided_loop(slot, self.sreg("ctaid.x"), total, self.sreg("nctaid.x"), tile)
 
-    def _panel_value(self, g: dict, which: str, bb, row, t, acc_type) -> ir.Value:
-        """Element (row, t) of packed panel ``ap``/``bp`` of batch ``bb``, 0 past the edge:
-        ``(bb · padded + row - row % w) · k + t · w + row % w``."""
+    def _panel_address(self, g: dict, which: str, bb, row, t, elem_type) -> tuple:
+        """(address, inside) of element (row, t) of packed panel ``ap``/``bp`` of batch
+        ``bb``: ``(bb · padded + row - row % w) · k + t · w + row % w`` when ``row`` and
+        ``t`` are inside, else the panel's first element (in bounds: only tiles of a
+        non-empty C run, and only while ``k > 0``)."""
         b = self.builder
         tensor, width, padded, rows = ((g["ap"], g["mr"], g["mp"], g["m"]) if which == "a"
                                        else (g["bp"], g["nr"], g["np"], g["n"]))
@@ -118,10 +120,26 @@ class ContractTiles:
         within = b.srem(row, self._c(width))
         offset = b.add(b.add(b.mul(b.add(b.mul(bb, padded), b.sub(row, within)), g["k"]),
                              b.mul(t, self._c(width))), within)
-        offset = b.select(inside, offset, self._c(0))  # in bounds: only tiles of a non-empty C run
-        value = b.load(b.gep(self.data_ptr(tensor.name), [offset], source_etype=acc_type), typ=acc_type,
-                       align=tensor.dtype.itemsize)
+        offset = b.select(inside, offset, self._c(0))
+        return b.gep(self.data_ptr(tensor.name), [offset], source_etype=elem_type), inside
+
+    def _panel_value(self, g: dict, which: str, bb, row, t, acc_type) -> ir.Value:
+        """Element (row, t) of a packed panel, 0 past the edge."""
+        b = self.builder
+        address, inside = self._panel_address(g, which, bb, row, t, acc_type)
+        value = b.load(address, typ=acc_type, align=g["ap"].dtype.itemsize)
         return b.select(inside, value, ir.Constant(acc_type, 0))
+
+    def _copy_async(self, g: dict, which: str, bb, row, t, elem_type, size: int, shared) -> None:
+        """``cp.async.ca.shared.global`` of one panel element into ``shared``; 0 past the
+        edge (a source size of 0 bytes zero-fills the destination)."""
+        b = self.builder
+        address, inside = self._panel_address(g, which, bb, row, t, elem_type)
+        if address.type.addrspace != 1:
+            address = b.addrspacecast(address, ir.PointerType(addrspace=1))
+        fn = self.mod.intrinsic(f"llvm.nvvm.cp.async.ca.shared.global.{size}.s", ir.VoidType(),
+                                [ir.PointerType(addrspace=3), ir.PointerType(addrspace=1), I32])
+        b.call(fn, [shared, address, b.select(inside, ir.Constant(I32, size), ir.Constant(I32, 0))])
 
     def _store_c(self, g: dict, bb, row, col, value) -> None:
         b = self.builder
@@ -155,6 +173,31 @@ class ContractTiles:
 
             self.strided_loop(kslot, self._c(0), ktiles, self._c(1), step)
 
+    def _k_loop_async(self, ktiles, issue, compute) -> None:
+        """K tile 0 copied (cp.async) into buffer 0; then for each K tile: wait for this
+        thread's copies, ``bar.sync`` (every thread's copies have landed, and every thread
+        is done with the other buffer), start the copies of the next tile into the other
+        buffer, multiply the current one. A last ``bar.sync`` frees the buffers."""
+        b = self.builder
+        commit = self.mod.intrinsic("llvm.nvvm.cp.async.commit.group", ir.VoidType(), [])
+        wait = self.mod.intrinsic("llvm.nvvm.cp.async.wait.group", ir.VoidType(), [I32])
+        with b.if_then(b.icmp_signed(">", ktiles, self._c(0))):
+            issue(self._c(0), self._c(0))
+            b.call(commit, [])
+            kslot = self.entry_alloca(I64, "ktile")
+
+            def step(kt):
+                b.call(wait, [ir.Constant(I32, 0)])
+                self.barrier()
+                following = b.add(kt, self._c(1))
+                with b.if_then(b.icmp_signed("<", following, ktiles)):
+                    issue(following, b.srem(following, self._c(2)))
+                    b.call(commit, [])
+                compute(b.srem(kt, self._c(2)))
+
+            self.strided_loop(kslot, self._c(0), ktiles, self._c(1), step)
+            self.barrier()
+
     def _shared_at(self, config, byte_offset) -> ir.Value:
         return self.builder.gep(self.tile_shared(config), [byte_offset], source_etype=I8)
 
@@ -176,8 +219,8 @@ class ContractTiles:
             for cell in row:
                 b.store(zero, cell)
         per_a, per_b = bm * bk // G.THREADS, bn * bk // G.THREADS
-        staged_a = [self.entry_alloca(ty, f"sa{q}") for q in range(per_a)]
-        staged_b = [self.entry_alloca(ty, f"sb{q}") for q in range(per_b)]
+        staged_a = [self.entry_alloca(ty, f"sa{q}") for q in range(per_a if config.copies != "cp.async" else 0)]
+        staged_b = [self.entry_alloca(ty, f"sb{q}") for q in range(per_b if config.copies != "cp.async" else 0)]
         b_base = 2 * bm * bk * size
 
         def a_slot(q):  # element q of this thread's share of the A tile: (row e % BM, k e // BM)
@@ -220,7 +263,22 @@ class ContractTiles:
                         cell = accs[i][j]
                         b.store(self._fma(avals[i], bvals[j], b.load(cell, typ=ty)), cell)
 
-        self._k_loop(ktiles, fetch, put, compute)
+        def issue(kt, buf):  # cp.async straight into the buffer: no staging registers
+            k0 = b.mul(kt, self._c(bk))
+            for q in range(per_a):
+                i, t = a_slot(q)
+                at = b.mul(b.add(b.mul(b.add(b.mul(buf, self._c(bk)), t), self._c(bm)), i), self._c(size))
+                self._copy_async(g, "a", bb, b.add(m0, i), b.add(k0, t), ty, size, self._shared_at(config, at))
+            for q in range(per_b):
+                j, t = b_slot(q)
+                at = b.mul(b.add(b.mul(b.add(b.mul(buf, self._c(bk)), t), self._c(bn)), j), self._c(size))
+                self._copy_async(g, "b", bb, b.add(n0, j), b.add(k0, t), ty, size,
+                                 self._shared_at(config, b.add(at, self._c(b_base))))
+
+        if config.copies == "cp.async":
+            self._k_loop_async(ktiles, issue, compute)
+        else:
+            self._k_loop(ktiles, fetch, put, compute)
         for i in range(tm):
             for j in range(tn):
                 row = b.add(m0, b.add(ty_, self._c(rows * i)))

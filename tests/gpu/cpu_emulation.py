@@ -22,7 +22,10 @@ to the host and JIT-compiles it:
   outside the operation reads 0xFFFFFFFF. ``ldmatrix`` and ``mma.sync`` (m16n8k16 f16/bf16,
   m16n8k32 s8/u8) are whole-warp operations with the PTX ISA's fragment layouts. Fences
   and ``membar`` are no-ops (the fibers share one OS thread, so memory is always coherent
-  and atomics are atomic); ``cp.async`` copies at once.
+  and atomics are atomic). A ``cp.async`` is queued in its thread's current group and
+  lands only when a ``cp.async.wait_group N`` of that thread retires the group (all but
+  the newest ``N`` committed groups; ``wait_all``: every copy) or the thread exits, so a
+  read of its destination that no wait orders after it sees the old contents (poison).
 
 Blocks of a launch run one after another. Inside a block, whenever a thread reaches a
 synchronisation point or exits, the scheduler runs next the lowest-numbered
@@ -90,6 +93,9 @@ declare i64 @emu_clock()
 declare void @emu_trap()
 declare void @emu_ldmatrix(i32, i32, ptr, ptr)
 declare void @emu_mma(i32, ptr, ptr, ptr, ptr)
+declare void @emu_cp_async(ptr, ptr, i32, i32)
+declare void @emu_cp_async_commit()
+declare void @emu_cp_async_wait(i32)
 @"emu.sregs" = global [16 x i32] zeroinitializer, align 16
 """
 
@@ -258,18 +264,19 @@ def _intrinsic_body(name: str, ret: str, params: list[str]) -> str | None:
         return "\n  ".join(lines) + "\n  " + registers("%d", 4)
     if name == "activemask":
         return "%r = call i32 @emu_activemask()\n  ret i32 %r"
-    if re.fullmatch(r"(membar|fence)\..*", name) or name in ("cp.async.commit.group", "cp.async.wait.group",
-                                                           "cp.async.wait.all"):
+    if re.fullmatch(r"(membar|fence)\..*", name):
         return "ret void"
+    if name == "cp.async.commit.group":
+        return "call void @emu_cp_async_commit()\n  ret void"
+    if name == "cp.async.wait.group":
+        return "call void @emu_cp_async_wait(i32 %a0)\n  ret void"
+    if name == "cp.async.wait.all":
+        return "call void @emu_cp_async_wait(i32 -1)\n  ret void"
     match = re.fullmatch(r"cp\.async\.(?:ca|cg)\.shared\.global\.(4|8|16)(\.s)?", name)
-    if match:
+    if match:  # queued: the copy lands at the cp.async.wait that retires its group
         size, with_source_size = int(match.group(1)), match.group(2)
-        if not with_source_size:
-            return f"call void @llvm.memmove.p0.p0.i64(ptr %a0, ptr %a1, i64 {size}, i1 false)\n  ret void"
-        # .s: copy the source size's bytes, zero the rest of the destination
-        return (f"call void @llvm.memset.p0.i64(ptr %a0, i8 0, i64 {size}, i1 false)\n"
-                f"  %n = zext i32 %a2 to i64\n  %c = icmp ult i64 %n, {size}\n  %m = select i1 %c, i64 %n, i64 {size}\n"
-                f"  call void @llvm.memmove.p0.p0.i64(ptr %a0, ptr %a1, i64 %m, i1 false)\n  ret void")
+        source_size = "%a2" if with_source_size else str(size)
+        return f"call void @emu_cp_async(ptr %a0, ptr %a1, i32 {size}, i32 {source_size})\n  ret void"
     math = {"fmin.f": "call float @llvm.minnum.f32(float %a0, float %a1)",
             "fmax.f": "call float @llvm.maxnum.f32(float %a0, float %a1)",
             "fmin.d": "call double @llvm.minnum.f64(double %a0, double %a1)",

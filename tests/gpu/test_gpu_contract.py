@@ -17,6 +17,7 @@ What is checked:
 from __future__ import annotations
 
 import functools
+import re
 
 import ml_dtypes
 import numpy as np
@@ -147,7 +148,7 @@ def test_the_manifest_describes_each_tiling():
     assert ffma["block"] == [256, 1, 1]
     assert ffma["tiles"] == {"engine": "ffma", "operand": "f32", "accumulator": "f32", "block_tile": [128, 128, 8],
                              "thread_tile": [8, 8], "threads": 256, "shared_bytes": 2 * (128 + 128) * 8 * 4,
-                             "buffers": 2}
+                             "buffers": 2, "copies": "cp.async"}
     assert ffma["points"] == "mul(mul(1, ceil_div(a.shape0, 128)), ceil_div(b.shape1, 128))"
     for kernel, operand, instruction in (("mm_f16", "f16", "m16n8k16.row.col.f32.f16.f16.f32"),
                                          ("mm_bf16", "bf16", "m16n8k16.row.col.f32.bf16.bf16.f32"),
@@ -158,6 +159,7 @@ def test_the_manifest_describes_each_tiling():
         assert tiles["engine"] == "mma" and tiles["operand"] == operand, kernel
         assert tiles["instruction"] == f"mma.sync.aligned.{instruction}"
         assert tiles["block_tile"][:2] == [64, 64] and tiles["shared_bytes"] == 2 * (64 + 64) * 80
+        assert tiles["copies"] == "ld.global+st.shared"  # narrowed on the way: no byte copy
     f64 = _launch(manifest, "mm_f64")["tiles"]
     assert f64["engine"] == "ffma" and f64["shared_bytes"] == 2 * (128 + 128) * 8 * 8
     # an f16 accumulator has no tile launch: the CPU's loops, on the grid
@@ -286,6 +288,20 @@ def test_ptxas_accepts_the_tiles(target, tmp_path):
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in text
     assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in text
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in text and "fma.rn.f32" in text and "bar.sync" in text
+    assert "cp.async.ca.shared.global" in text and re.search(r"cp\.async\.wait_group\s+0;", text)
     done = subprocess.run(["ptxas", f"-arch={target}", str(out), "-o", str(tmp_path / "k.cubin")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_missing_cp_async_wait_shows_in_the_emulator():
+    """The FFMA tiles' K loop waits for its cp.async group before the barrier; without
+    the wait the tiles read shared memory the copies have not reached (the emulator
+    lands a copy only at its wait), so the result is wrong: the wait is load-bearing."""
+    manifest, text = _compiled()
+    broken = text.replace("call void @llvm.nvvm.cp.async.wait.group(i32 0)", "")
+    assert broken != text
+    module = ptx_loader.Module("", manifest, Emulator(broken))
+    rng = np.random.default_rng(2)
+    a, b = _operands(rng, np.float32, 40, 20, 30)
+    assert module.mm_f32(a, b).tobytes() != exact_fma_chain(a, b).tobytes()
