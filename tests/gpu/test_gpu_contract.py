@@ -299,7 +299,7 @@ def test_a_missing_cp_async_wait_shows_in_the_emulator():
     the wait the tiles read shared memory the copies have not reached (the emulator
     lands a copy only at its wait), so the result is wrong: the wait is load-bearing."""
     manifest, text = _compiled()
-    broken = text.replace("call void @llvm.nvvm.cp.async.wait.group(i32 0)", "")
+    broken = text.replace('call void @"llvm.nvvm.cp.async.wait.group"(i32 0)', "")
     assert broken != text
     module = ptx_loader.Module("", manifest, Emulator(broken))
     rng = np.random.default_rng(2)
