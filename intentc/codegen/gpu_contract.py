@@ -8,10 +8,12 @@ that ``contract_lowering.pack`` wrote in the accumulator dtype — ``A`` in pane
 rows, ``B`` in panels of ``nr`` columns, each contiguous over k — and ``C`` (the output, or
 a ``[batch, m, n]`` buffer). A top-level nest is its own launch (kind ``tiles``): one thread
 block per ``BM × BN`` tile of ``C`` (block-stride beyond the grid), which walks K in tiles
-of ``BK``, staging the A and B tiles through shared memory with two buffers (the next tile
-is loaded from global memory into registers while the current one is multiplied, then
-stored into the other buffer; one ``bar.sync`` per K tile), and keeps its accumulators in
-registers:
+of ``BK``, staging the A and B tiles through shared memory with two buffers — the next
+tile travels while the current one is multiplied: by ``cp.async`` straight into the other
+buffer for the ffma tiles (``cp.async.wait_group`` then ``bar.sync`` before each K tile),
+through registers (``ld.global``, then ``st.shared`` after the multiply) for the mma tiles,
+which narrow each element on the way; one ``bar.sync`` per K tile — and keeps its
+accumulators in registers:
 
 - ``ffma`` (f32, f64 and integer accumulators): 256 threads, each a ``TM × TN`` register
   tile of rows ``ty + 16 i`` and columns ``tx + 16 j``; every element of ``C`` is
