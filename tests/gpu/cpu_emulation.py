@@ -40,6 +40,10 @@ wait at a barrier for the whole block is reported too, although PTX's ``exit`` r
 such a barrier, because it is often a bug (a check some threads of the block took and
 others did not); ``exit_releases_barriers=True`` follows PTX instead.
 
+``counts`` records, per run, what the emulated threads did (``COUNTS``: barrier arrivals,
+warp operations, ``ldmatrix`` and ``mma.sync`` per warp, ``cp.async`` copies and bytes),
+a cheap measure of a kernel's synchronisation and shared-memory staging.
+
 ``max_blocks`` caps every grid dimension and ``max_threads`` the block's x dimension, so
 that each thread of a grid-stride kernel covers many points; a correct kernel gives the
 same result with any grid. A kernel that synchronises or uses shared memory keeps the
@@ -66,6 +70,8 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
+# emu_blocks.c's counters of a launch (emu_counts), in order
+COUNTS = ("barrier_arrivals", "warp_ops", "ldmatrix", "mma", "cp_async", "cp_async_bytes")
 DYNAMIC_SHARED_BYTES = 227 * 1024  # the most dynamic shared memory a block can have (sm_90)
 WARP_SIZE = 32
 
@@ -143,6 +149,8 @@ def _runtime() -> ctypes.CDLL:
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint64), ctypes.c_int32,
         ctypes.c_int32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_uint64, ctypes.c_char_p,
         ctypes.c_uint64]
+    runtime.emu_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
+    runtime.emu_counts.restype = None
     return runtime
 
 
@@ -476,6 +484,7 @@ class Emulator:
         self.capability = (0, 0)
         self.launches: list[tuple] = []  # (entry, grid, block) as the manifest asked, for tests
         self.runs: list[tuple] = []  # (entry, grid, block) as they ran
+        self.counts: list[dict] = []  # per run: what it did (COUNTS), summed over its blocks
 
     def load(self, ptx: str):
         return None
@@ -540,6 +549,9 @@ class Emulator:
             address, ctypes.addressof(packed), (ctypes.c_int32 * 3)(*grid), (ctypes.c_int32 * 3)(*block),
             self.sregs, addresses, sizes, len(regions), self.shared_fill, SCHEDULES[self.schedule],
             self.seed & (2**64 - 1), int(self.exit_releases_barriers), self.stack_bytes, error, len(error))
+        counts = (ctypes.c_uint64 * len(COUNTS))()
+        self.runtime.emu_counts(counts)
+        self.counts.append(dict(zip(COUNTS, counts)))
         if status != 0:
             message = error.value.decode()
             if "exited" in message and "wait at barrier" in message and not self.exit_releases_barriers:

@@ -59,6 +59,10 @@ enum { BAR_SYNC, BAR_ARRIVE, BAR_RED_POPC, BAR_RED_AND, BAR_RED_OR };
 static const char *const BAR_KIND_NAMES[] = {"sync", "arrive", "red.popc", "red.and", "red.or"};
 #define N_BARRIERS 16
 #define POISON_LANE 0xFFFFFFFFu /* what a shuffle reads from a lane that does not take part */
+/* emu_counts: barrier arrivals (one per thread and barrier), warp operations completed
+ * (shuffles, votes...: one per warp), ldmatrix and mma.sync (one per warp), cp.async
+ * copies and their bytes (source bytes; the zero fill is not counted). */
+enum { C_BARRIER, C_WARP_OP, C_LDMATRIX, C_MMA, C_CP_ASYNC, C_CP_ASYNC_BYTES, N_COUNTS };
 #define MAX_ASYNC_COPIES 256 /* cp.async copies one thread may have in flight */
 
 /* One cp.async in flight: it takes effect when a cp.async.wait.* of its thread retires
@@ -125,6 +129,7 @@ static struct {
     char *error;
     size_t error_len;
     uint64_t clock;
+    uint64_t counts[N_COUNTS]; /* what the launch did, summed over its blocks (emu_counts) */
 } B;
 
 static char *stack_pool[1024];
@@ -367,6 +372,7 @@ static void try_release(int id) {
 /* bar.sync / barrier.sync / bar.arrive / bar.red: `expected` < 0 means every thread of the block. */
 uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
     Fiber *f = B.current;
+    B.counts[C_BARRIER]++;
     if (id < 0 || id >= N_BARRIERS) { fail("barrier id %d is not in 0..15 (thread %d)", id, f->linear); fail_here(f); }
     int all = expected < 0;
     if (all) expected = B.nthreads;
@@ -422,6 +428,7 @@ static void complete_ldmatrix(Fiber **lanes);
 static void complete_mma(Fiber **lanes);
 
 static void complete_warp_op(Fiber **lanes, uint32_t members, int op) {
+    B.counts[op == LDMATRIX ? C_LDMATRIX : op == MMA ? C_MMA : C_WARP_OP]++;
     if (op == LDMATRIX) complete_ldmatrix(lanes);
     if (op == MMA) complete_mma(lanes);
     uint64_t acc = 0;
@@ -650,7 +657,12 @@ void emu_cp_async(void *dst, const void *src, uint32_t size, uint32_t src_size) 
         return;
     }
     f->copies[f->n_copies++] = (AsyncCopy){dst, src, size, src_size < size ? src_size : size, -1};
+    B.counts[C_CP_ASYNC]++;
+    B.counts[C_CP_ASYNC_BYTES] += src_size < size ? src_size : size;
 }
+
+/* The counts of the last launch (N_COUNTS values). */
+void emu_counts(uint64_t *out) { memcpy(out, B.counts, sizeof B.counts); }
 
 void emu_cp_async_commit(void) {
     Fiber *f = B.current;

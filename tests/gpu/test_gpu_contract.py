@@ -39,6 +39,10 @@ def mm_f32_bt(a: f32[M, K], b: f32[N, K]) -> f32[M, N]:
     return I.contract("mk,nk->mn", a, b, acc=f32)
 
 @intent.kernel
+def mm_f32_nm(a: f32[M, K], b: f32[K, N]) -> f32[N, M]:
+    return I.contract("mk,kn->nm", a, b, acc=f32)
+
+@intent.kernel
 def bmm_f32(a: f32[B, M, K], b: f32[B, K, N]) -> f32[B, M, N]:
     return I.contract("bmk,bkn->bmn", a, b, acc=f32)
 
@@ -79,7 +83,7 @@ def mm_f16_acc(a: f16[M, K], b: f16[K, N]) -> f16[M, N]:
     return I.contract("mk,kn->mn", a, b, acc=f16)
 """
 
-SHAPES = [(1, 1, 1), (5, 3, 7), (64, 64, 32), (65, 63, 33), (130, 129, 17), (3, 200, 70), (70, 2, 0)]
+SHAPES = [(1, 1, 1), (5, 3, 7), (64, 64, 32), (65, 63, 33), (130, 129, 17), (3, 200, 70), (70, 2, 0), (0, 5, 3)]
 # name: (max blocks, schedule)
 CONFIGS = {"manifest": (None, "ascending"), "2-blocks": (2, "descending"), "1-block": (1, "random")}
 
@@ -181,6 +185,7 @@ def test_f32_tiles_are_the_exact_fma_chain(shape):
     got = module.mm_f32(a, b)
     assert got.tobytes() == exact_fma_chain(a, b).tobytes()
     assert got.tobytes() == module.mm_f32_bt(a, np.ascontiguousarray(b.T)).tobytes()
+    assert np.ascontiguousarray(got.T).tobytes() == module.mm_f32_nm(a, b).tobytes()  # C through a view
     if k:
         np.testing.assert_allclose(got, interpret(SOURCE, "mm_f32", a, b), rtol=1e-5, atol=1e-5 * k)
 
@@ -305,3 +310,27 @@ def test_a_missing_cp_async_wait_shows_in_the_emulator():
     rng = np.random.default_rng(2)
     a, b = _operands(rng, np.float32, 40, 20, 30)
     assert module.mm_f32(a, b).tobytes() != exact_fma_chain(a, b).tobytes()
+
+
+def test_emulated_counts_of_the_tile_launches():
+    """What the tile launches do, counted by the emulator: one mma.sync per 16 × 8 × k-slice
+    of C (m16n8k16: (M/16)(N/8)(K/16)), three ldmatrix.x4 per warp and k slice, and for the
+    FFMA tiles one 4-byte cp.async per element of each staged A and B tile."""
+    module, emulator = _module()
+    rng = np.random.default_rng(4)
+    a, b = _operands(rng, np.float16, 64, 64, 64)
+    module.mm_f16(a, b)
+    counts = emulator.counts[-1]
+    assert emulator.runs[-1][0] == "mm_f16"
+    assert counts["mma"] == (64 // 16) * (64 // 8) * (64 // 16)
+    assert counts["ldmatrix"] == 8 * (64 // 16) * 3  # 8 warps, 4 k slices, 2 for A and 1 for B
+    a, b = _operands(rng, np.int8, 64, 128, 64)
+    module.mm_i8(a, b)
+    assert emulator.counts[-1]["mma"] == (64 // 16) * (64 // 8) * (128 // 32)
+    a, b = _operands(rng, np.float32, 128, 16, 128)
+    module.mm_f32(a, b)
+    counts = emulator.counts[-1]
+    assert counts["cp_async"] == (128 + 128) * 16 and counts["cp_async_bytes"] == 4 * (128 + 128) * 16
+    assert counts["mma"] == counts["ldmatrix"] == 0
+    # per thread: the entry's status barrier, one per K tile, and the one that frees the buffers
+    assert counts["barrier_arrivals"] == 256 * (1 + 2 + 1)
