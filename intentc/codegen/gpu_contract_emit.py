@@ -53,9 +53,11 @@ def has_tile_nests(kernel: P.Kernel) -> bool:
 class ContractTiles:
     """Mixin of ``GpuKernelEmitter``: the tile launch of a ``contract_tiles`` nest."""
 
+    _tile_shared: ir.GlobalVariable | None = None  # made on first use
+
     def tile_shared(self, config: G.TileConfig) -> ir.Value:
         """The block-shared bytes of the kernel's tile buffers (one array for all its nests)."""
-        if getattr(self, "_tile_shared", None) is None:
+        if self._tile_shared is None:
             size = max(c.shared_bytes for _phase, c in self.plan.tiles.values())
             array = ir.ArrayType(I8, size)
             buffer = ir.GlobalVariable(self.mod.module, array, f"{self.kernel.name}.tiles", addrspace=3)
