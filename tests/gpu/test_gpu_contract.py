@@ -95,12 +95,13 @@ def _compiled(target: str = "sm_80"):
 
 
 @functools.lru_cache(maxsize=None)
-def _emulator(config: str):
-    return Emulator(_compiled()[1])
+def _emulator():
+    return Emulator(_compiled()[1])  # one for all tests: building it costs more than running
 
 
 def _module(config: str = "manifest"):
-    emulator = _emulator(config)
+    """The module on the shared emulator, set to ``config``'s grid cap and schedule."""
+    emulator = _emulator()
     blocks, schedule = CONFIGS[config]
     emulator.max_blocks, emulator.schedule, emulator.seed = blocks, schedule, 5
     emulator.launches, emulator.runs = [], []
@@ -193,32 +194,21 @@ def test_f32_tiles_are_the_exact_fma_chain(shape):
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_same_bits_for_every_grid_and_schedule(config):
     rng = np.random.default_rng(7)
-    module, emulator = _module(config)
-    a, b = _operands(rng, np.float32, 131, 9, 130)
-    want = exact_fma_chain(a, b)
-    assert module.mm_f32(a, b).tobytes() == want.tobytes()
-    for dtype, kernel in ((np.float16, "mm_f16"), (ml_dtypes.bfloat16, "mm_bf16")):
-        a, b = _operands(rng, dtype, 97, 70, 65)
-        got = module.__getattr__(kernel)(a, b)
+    a32, b32 = _operands(rng, np.float32, 131, 9, 130)
+    floats = [(kernel, *_operands(rng, dtype, 97, 70, 65))
+              for dtype, kernel in ((np.float16, "mm_f16"), (ml_dtypes.bfloat16, "mm_bf16"))]
+    a8, b8 = _operands(rng, np.int8, 70, 100, 66)
+    reference, _ = _module("manifest")
+    want = {kernel: getattr(reference, kernel)(a, b).tobytes() for kernel, a, b in floats}
+    module, emulator = _module(config)  # the same emulator, now with this grid and schedule
+    assert module.mm_f32(a32, b32).tobytes() == exact_fma_chain(a32, b32).tobytes()
+    for kernel, a, b in floats:
+        got = getattr(module, kernel)(a, b)
         _check_mma_float(got, a, b)
-        assert got.tobytes() == _mma_reference_bits(kernel, a, b)
-    a, b = _operands(rng, np.int8, 70, 100, 66)
-    np.testing.assert_array_equal(module.mm_i8(a, b), interpret(SOURCE, "mm_i8", a, b))
+        assert got.tobytes() == want[kernel]
+    np.testing.assert_array_equal(module.mm_i8(a8, b8), interpret(SOURCE, "mm_i8", a8, b8))
     if CONFIGS[config][0] is not None:
         assert all(grid[0] <= CONFIGS[config][0] for name, grid, block in emulator.runs)
-
-
-@functools.lru_cache(maxsize=None)
-def _mma_bits(kernel: str, a_bytes: bytes, b_bytes: bytes, shapes) -> bytes:
-    module, _ = _module("manifest")
-    dtype = np.float16 if kernel == "mm_f16" else ml_dtypes.bfloat16
-    a = np.frombuffer(a_bytes, dtype).reshape(shapes[0])
-    b = np.frombuffer(b_bytes, dtype).reshape(shapes[1])
-    return module.__getattr__(kernel)(a, b).tobytes()
-
-
-def _mma_reference_bits(kernel, a, b) -> bytes:
-    return _mma_bits(kernel, a.tobytes(), b.tobytes(), (a.shape, b.shape))
 
 
 def _check_mma_float(got, a, b):
