@@ -247,7 +247,7 @@ def compile_source(text: str, path: str, target: str | None = None, cpu: str = "
         raise _laws_on_gpu()
     try:
         with timer.stage("lower"):
-            program = lower(module_kir, sanitize=checks, remarks=remarks)
+            program = lower(module_kir, sanitize=checks, remarks=remarks, target="gpu" if spec.is_gpu else "cpu")
             if "order" in checks:
                 if spec.is_gpu:
                     raise error("--sanitize=order is not supported on GPU targets", rule="T7",

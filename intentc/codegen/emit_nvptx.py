@@ -41,6 +41,7 @@ from pathlib import Path
 from llvmlite import ir  # opaque pointers: the package's __init__ chooses them
 
 from intentc.codegen import gpu_blocks
+from intentc.codegen.gpu_contract_emit import ContractTiles, has_tile_nests, prepare_kernel
 from intentc.codegen.abi import STATUS
 from intentc.codegen.gpu_launch import Plan, plan_kernel
 from intentc.codegen.llvm_function import FunctionEmitter
@@ -125,14 +126,19 @@ class GpuModuleEmitter:
 
     def emit(self) -> str:
         for kernel in self.program.kernels:
+            kernel = prepare_kernel(kernel)
             plan = plan_kernel(kernel)
+            if plan.mapping != "grid" and has_tile_nests(kernel):
+                # one thread or one block: the contraction runs as the CPU's loops
+                kernel = prepare_kernel(kernel, keep_top_level=False)
+                plan = plan_kernel(kernel)
             emitter = GpuKernelEmitter(self, kernel, plan)
             emitter.emit()
             self.kernels.append((kernel, plan, emitter.checks))
         return str(self.module)
 
 
-class GpuKernelEmitter(FunctionEmitter):
+class GpuKernelEmitter(ContractTiles, FunctionEmitter):
     """One ``.entry``: replayed uniform code, grid-stride parallel nests, status reports."""
 
     # A2: the atomic objects of one kernel invocation are shared by the whole grid on one
@@ -152,7 +158,8 @@ class GpuKernelEmitter(FunctionEmitter):
         self.status = None
         self.phase = None
         self.malloced: set[str] = set()  # buffers from the device heap
-        cooperative = plan.mapping == "block" or any(launch.kind in ("blocks", "block") for launch in plan.launches)
+        cooperative = plan.mapping == "block" or any(launch.kind in ("blocks", "block", "tiles")
+                                                     for launch in plan.launches)
         self.shared = mod.shared_buffer(kernel.name) if cooperative else None
         self.hazards = _Hazards()
 
@@ -264,6 +271,9 @@ class GpuKernelEmitter(FunctionEmitter):
         b.ret_void()
 
     def stmt(self, s: P.Stmt) -> None:
+        if isinstance(s, P.TileNest) and self.plan.tiles and id(s) in self.plan.tiles:
+            self.contract_tiles(s)
+            return
         if not isinstance(s, _STATEMENTS):
             raise UnsupportedError(f"the physical statement {type(s).__name__} has no GPU lowering yet")
         super().stmt(s)

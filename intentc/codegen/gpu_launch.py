@@ -44,7 +44,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from intentc.codegen import gpu_blocks
+from intentc.codegen import gpu_blocks, gpu_contract
 from intentc.kir.types import INDEX, DType
 from intentc.lower import program as P
 
@@ -92,7 +92,9 @@ class Launch:
     block: tuple[int, int, int]
     phase: int | None = None
     kind: str = "grid"  # grid | blocks (one block per point) | single (one thread) | block (one block)
+    #                     | tiles (a contraction: one block per tile of C, gpu_contract.py)
     points: object = None  # blocks: the number of points (tiles), a formula; block: 1
+    tiles: object = None  # tiles: the gpu_contract.TileConfig
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class Plan:
     single_regions: dict = None  # phase -> gpu_blocks.Region, for phases run by one block
     carried: dict = None  # Var -> its slot in the carried-values scratch buffer
     carry_tensor: P.TensorSym | None = None
+    tiles: dict = None  # id(top-level contract_tiles TileNest) -> (phase, gpu_contract.TileConfig)
 
     def nest(self, loop: P.Loop) -> GridNest | None:
         return self.nests.get(id(loop))
@@ -175,10 +178,14 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
         scratch = scratch + [Scratch(carry_tensor, f"{carry_tensor.name}.data", 8 * len(carried))]
     nests: dict = {}
     single: dict = {}
+    tiles: dict = {}
     phases: list[str] = []  # the kind of each phase
     known = gpu_blocks.known_extents(kernel)
     for s, kind in zip(kernel.body, kinds):
-        if kind == "grid":
+        if kind == "tiles":
+            tiles[id(s)] = (len(phases), gpu_contract.tile_config(kernel, s))
+            phases.append("tiles")
+        elif kind == "grid":
             _assign_phases((s,), len(phases), nests, known)
             phases.append("grid")
         elif kind == "single":
@@ -210,6 +217,12 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
         if kind == "block":
             launches.append(Launch((1, 1, 1), (gpu_blocks.LANES, 1, 1), number, "block", 1))
             continue
+        if kind == "tiles":
+            s, config = next((s, tiles[id(s)][1]) for s in kernel.body if tiles.get(id(s), (None,))[0] == phase)
+            count = _tile_count(s, config, defs, scalars)
+            launches.append(Launch((blocks_formula([count]), 1, 1), (gpu_contract.THREADS, 1, 1), number, "tiles",
+                                   count, config))
+            continue
         totals = []
         for nest in nests.values():
             if nest.phase == phase:
@@ -220,7 +233,15 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
         else:
             launches.append(Launch((grid_formula(totals), 1, 1), (BLOCK, 1, 1), number))
     return Plan("grid", "", len(phases), nests, launches, entry_args(kernel, scratch, len(phases) > 1), scratch,
-                single, single_regions, carried, carry_tensor)
+                single, single_regions, carried, carry_tensor, tiles)
+
+
+def _tile_count(nest: P.TileNest, config, defs, scalars):
+    """``batch · ⌈m / BM⌉ · ⌈n / BN⌉``, the tiles of C, as a formula (None when unknown)."""
+    batch, m, n, _k = (formula(x, defs, scalars) for x in nest.scalars)
+    if None in (batch, m, n):
+        return None
+    return f"mul(mul({batch}, ceil_div({m}, {config.bm})), ceil_div({n}, {config.bn}))"
 
 
 def _fresh_name(kernel: P.Kernel, base: str) -> str:
@@ -309,10 +330,14 @@ def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str, set]:
                 # A heap buffer lives in one thread's registers: it cannot be shared by launches.
                 return [], (f"a buffer whose size the kernel computes{where(body, i)} is allocated outside the "
                             f"parallel loops, so the launches cannot share it"), set()
-    written = {s.tensor.name for s in P.walk_stmts(body) if isinstance(s, P.Store)}
+    written = {s.tensor.name for s in P.walk_stmts(body) if isinstance(s, P.Store)} | {
+        s.tensors[2].name for s in P.walk_stmts(body) if isinstance(s, P.TileNest)}  # a tile nest writes C
     kinds = []
     single_vars: set = set()
     for i, s in enumerate(body):
+        if isinstance(s, P.TileNest) and s.kind == "contract_tiles":
+            kinds.append("tiles")  # a launch of its own (gpu_contract.py)
+            continue
         if _parallel_loops((s,)):
             if not _is_grid(s, written, single_vars):
                 construct = "an ordered loop" if isinstance(s, (P.Loop, P.While)) else "a branch on a computed value"
@@ -330,7 +355,7 @@ def _classify(kernel: P.Kernel, scratch: set) -> tuple[list, str, set]:
     # statements (with only uniform code between them) one together, uniform code all.
     units, group = [], 0
     for i, kind in enumerate(kinds):
-        if kind == "grid":
+        if kind in ("grid", "tiles"):
             units.append(("grid", i))
             group += 1
         elif kind == "single":

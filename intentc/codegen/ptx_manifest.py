@@ -40,6 +40,10 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
                 # The fixed tiling of its reductions: the bits depend on these, never on the grid.
                 entry["lanes"] = gpu_blocks.LANES
                 entry["points"] = launch.points
+            if launch.kind == "tiles":
+                # One block per tile of C: the tiling (gpu_contract.py) fixes the bits, never the grid.
+                entry["points"] = launch.points
+                entry["tiles"] = launch.tiles.describe()
             launches.append(entry)
         out.append({
             "name": kernel.name,
@@ -55,8 +59,7 @@ def ptx_manifest(base: dict, kernels, spec) -> dict:
             "checks": [dict(c, id=k) for k, c in enumerate(checks)],
             "device_heap": uses_heap(kernel, plan.scratch),
             **_scalar_results(logical[kernel.name]["params"]),
-            "static_shared_bytes": 8 * gpu_blocks.SHARED_SLOTS if any(
-                launch.kind in ("blocks", "block") for launch in plan.launches) else 0,
+            "static_shared_bytes": _static_shared(plan),
         })
     return {
         "format": MANIFEST_FORMAT,
@@ -88,6 +91,15 @@ def _scalar_results(params: list) -> dict:
                 "bytes": max(1, DTYPES[p["dtype"]].bits // 8)}
                for p in params if p["kind"] == "scalar" and p.get("result")]
     return {"scalar_results": buffers} if buffers else {}
+
+
+def _static_shared(plan) -> int:
+    """The block-shared bytes the PTX declares: the cooperative slots, and a contraction's
+    tile buffers (one array, as large as the largest)."""
+    if not any(launch.kind in ("blocks", "block", "tiles") for launch in plan.launches):
+        return 0
+    tiles = [launch.tiles.shared_bytes for launch in plan.launches if launch.kind == "tiles"]
+    return 8 * gpu_blocks.SHARED_SLOTS + (max(tiles) if tiles else 0)
 
 
 def _ptx_isa(features: str) -> str:

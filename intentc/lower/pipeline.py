@@ -33,15 +33,19 @@ KIR, TO_PHYSICAL, PHYSICAL = "kir", "kir->physical", "physical"  # what a pass t
 class Options:
     """What a build asks of the lowering: ``sanitize`` (names from SANITIZERS) and
     ``point_order`` (``"increasing"``/``"decreasing"``: parallel points run serially in that
-    order, the two bodies of an ``--sanitize=order`` build; None: parallel)."""
+    order, the two bodies of an ``--sanitize=order`` build; None: parallel) and ``target``
+    (``"cpu"``, or ``"gpu"`` for the ``sm_XX`` targets, whose code generator maps a
+    contraction's tile nest onto thread blocks itself)."""
     sanitize: frozenset = frozenset()
     point_order: str | None = None
+    target: str = "cpu"
 
 
 @dataclass(frozen=True)
 class Condition:
     """When a pass runs: always (``option`` empty), or when ``option`` (``"sanitize"``: the
-    sanitizer ``value`` is on; ``"point_order"``: the order is ``value``) holds, or — with
+    sanitizer ``value`` is on; ``"point_order"``: the order is ``value``; ``"target"``: the
+    build's target kind is ``value``) holds, or — with
     ``negated`` — when it does not."""
     option: str = ""
     value: str = ""
@@ -54,6 +58,8 @@ class Condition:
             holds = self.value in options.sanitize
         elif self.option == "point_order":
             holds = options.point_order == self.value
+        elif self.option == "target":
+            holds = options.target == self.value
         else:
             raise ValueError(f"unknown pass condition option '{self.option}'")
         return holds != self.negated
@@ -61,6 +67,8 @@ class Condition:
     def __str__(self) -> str:
         if not self.option:
             return "always"
+        if self.option == "target":
+            return f"{'not ' if self.negated else ''}on {self.value.upper()} targets"
         text = f"--sanitize={self.value}" if self.option == "sanitize" else \
             f"point order {self.value} (a --sanitize=order body)"
         return f"without {text}" if self.negated else text
@@ -111,7 +119,8 @@ PASSES: tuple[Pass, ...] = (
          "lane-chain op is a tile nest, expanded by the passes below", remarks=True),
     Pass("expand_contract_tiles", PHYSICAL, expand_contract_tiles.run,
          "no contract_tiles nest remains: each is the parallel loop over blocks of C with its "
-         "register-tiled micro-kernel (T3)"),
+         "register-tiled micro-kernel (T3); on GPU targets the nest reaches the code generator, which "
+         "maps it onto thread blocks (codegen/gpu_contract.py)", Condition("target", "cpu")),
     Pass("expand_scaled_tiles", PHYSICAL, expand_scaled_tiles.run,
          "no scaled_tiles nest remains: each is the register-tiled loop nest over the codes (T4)"),
     Pass("expand_sparse_tiles", PHYSICAL, expand_sparse_tiles.run,
@@ -174,7 +183,7 @@ def verify_each_requested() -> bool:
 
 
 def lower(module: Module, verify_each: bool | None = None, print_after: str | None = None, log=None,
-          sanitize: frozenset = frozenset(), point_order: str | None = None,
+          sanitize: frozenset = frozenset(), point_order: str | None = None, target: str = "cpu",
           physical_verifier: Callable[[P.Program], None] | None = None, remarks=None) -> P.Program:
     """Run the passes of PASSES whose conditions hold, in order, and return the physical program.
 
@@ -186,11 +195,11 @@ def lower(module: Module, verify_each: bool | None = None, print_after: str | No
 
     ``sanitize``: ``"bounds"`` keeps every bounds check (no proof removes one); ``"unique"``
     checks scatters asserted unique (M4); ``"laws"`` checks the laws of region helpers (R2, R6).
-    ``point_order``: see ``Options``. ``remarks``: a ``remarks.RemarkSink`` that the passes marked
-    ``remarks`` record their decisions in (the program is the same with or without it)."""
+    ``point_order``, ``target``: see ``Options``. ``remarks``: a ``remarks.RemarkSink`` that the
+    passes marked ``remarks`` record their decisions in (the program is the same with or without it)."""
     if print_after not in (None, "all", *PASS_NAMES):
         raise error(f"unknown lowering pass '{print_after}'", hint="passes: " + ", ".join(PASS_NAMES) + ", all")
-    options = Options(frozenset(sanitize), point_order)
+    options = Options(frozenset(sanitize), point_order, target)
     if verify_each is None:
         verify_each = verify_each_requested()
     verify_physical = (physical_verifier or PHYSICAL_VERIFIER) if verify_each else None

@@ -22,7 +22,10 @@ to the host and JIT-compiles it:
   outside the operation reads 0xFFFFFFFF. ``ldmatrix`` and ``mma.sync`` (m16n8k16 f16/bf16,
   m16n8k32 s8/u8) are whole-warp operations with the PTX ISA's fragment layouts. Fences
   and ``membar`` are no-ops (the fibers share one OS thread, so memory is always coherent
-  and atomics are atomic); ``cp.async`` copies at once.
+  and atomics are atomic). A ``cp.async`` is queued in its thread's current group and
+  lands only when a ``cp.async.wait_group N`` of that thread retires the group (all but
+  the newest ``N`` committed groups; ``wait_all``: every copy) or the thread exits, so a
+  read of its destination that no wait orders after it sees the old contents (poison).
 
 Blocks of a launch run one after another. Inside a block, whenever a thread reaches a
 synchronisation point or exits, the scheduler runs next the lowest-numbered
@@ -36,6 +39,10 @@ saying which threads wait where, instead of hanging. A thread that exits while o
 wait at a barrier for the whole block is reported too, although PTX's ``exit`` releases
 such a barrier, because it is often a bug (a check some threads of the block took and
 others did not); ``exit_releases_barriers=True`` follows PTX instead.
+
+``counts`` records, per run, what the emulated threads did (``COUNTS``: barrier arrivals,
+warp operations, ``ldmatrix`` and ``mma.sync`` per warp, ``cp.async`` copies and bytes),
+a cheap measure of a kernel's synchronisation and shared-memory staging.
 
 ``max_blocks`` caps every grid dimension and ``max_threads`` the block's x dimension, so
 that each thread of a grid-stride kernel covers many points; a correct kernel gives the
@@ -63,6 +70,8 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 SCHEDULES = {"ascending": 0, "descending": 1, "random": 2}
+# emu_blocks.c's counters of a launch (emu_counts), in order
+COUNTS = ("barrier_arrivals", "warp_ops", "ldmatrix", "mma", "cp_async", "cp_async_bytes")
 DYNAMIC_SHARED_BYTES = 227 * 1024  # the most dynamic shared memory a block can have (sm_90)
 WARP_SIZE = 32
 
@@ -90,6 +99,9 @@ declare i64 @emu_clock()
 declare void @emu_trap()
 declare void @emu_ldmatrix(i32, i32, ptr, ptr)
 declare void @emu_mma(i32, ptr, ptr, ptr, ptr)
+declare void @emu_cp_async(ptr, ptr, i32, i32)
+declare void @emu_cp_async_commit()
+declare void @emu_cp_async_wait(i32)
 @"emu.sregs" = global [16 x i32] zeroinitializer, align 16
 """
 
@@ -137,6 +149,8 @@ def _runtime() -> ctypes.CDLL:
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint64), ctypes.c_int32,
         ctypes.c_int32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_uint64, ctypes.c_char_p,
         ctypes.c_uint64]
+    runtime.emu_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
+    runtime.emu_counts.restype = None
     return runtime
 
 
@@ -258,18 +272,19 @@ def _intrinsic_body(name: str, ret: str, params: list[str]) -> str | None:
         return "\n  ".join(lines) + "\n  " + registers("%d", 4)
     if name == "activemask":
         return "%r = call i32 @emu_activemask()\n  ret i32 %r"
-    if re.fullmatch(r"(membar|fence)\..*", name) or name in ("cp.async.commit.group", "cp.async.wait.group",
-                                                           "cp.async.wait.all"):
+    if re.fullmatch(r"(membar|fence)\..*", name):
         return "ret void"
+    if name == "cp.async.commit.group":
+        return "call void @emu_cp_async_commit()\n  ret void"
+    if name == "cp.async.wait.group":
+        return "call void @emu_cp_async_wait(i32 %a0)\n  ret void"
+    if name == "cp.async.wait.all":
+        return "call void @emu_cp_async_wait(i32 -1)\n  ret void"
     match = re.fullmatch(r"cp\.async\.(?:ca|cg)\.shared\.global\.(4|8|16)(\.s)?", name)
-    if match:
+    if match:  # queued: the copy lands at the cp.async.wait that retires its group
         size, with_source_size = int(match.group(1)), match.group(2)
-        if not with_source_size:
-            return f"call void @llvm.memmove.p0.p0.i64(ptr %a0, ptr %a1, i64 {size}, i1 false)\n  ret void"
-        # .s: copy the source size's bytes, zero the rest of the destination
-        return (f"call void @llvm.memset.p0.i64(ptr %a0, i8 0, i64 {size}, i1 false)\n"
-                f"  %n = zext i32 %a2 to i64\n  %c = icmp ult i64 %n, {size}\n  %m = select i1 %c, i64 %n, i64 {size}\n"
-                f"  call void @llvm.memmove.p0.p0.i64(ptr %a0, ptr %a1, i64 %m, i1 false)\n  ret void")
+        source_size = "%a2" if with_source_size else str(size)
+        return f"call void @emu_cp_async(ptr %a0, ptr %a1, i32 {size}, i32 {source_size})\n  ret void"
     math = {"fmin.f": "call float @llvm.minnum.f32(float %a0, float %a1)",
             "fmax.f": "call float @llvm.maxnum.f32(float %a0, float %a1)",
             "fmin.d": "call double @llvm.minnum.f64(double %a0, double %a1)",
@@ -469,6 +484,7 @@ class Emulator:
         self.capability = (0, 0)
         self.launches: list[tuple] = []  # (entry, grid, block) as the manifest asked, for tests
         self.runs: list[tuple] = []  # (entry, grid, block) as they ran
+        self.counts: list[dict] = []  # per run: what it did (COUNTS), summed over its blocks
 
     def load(self, ptx: str):
         return None
@@ -536,6 +552,9 @@ class Emulator:
             address, ctypes.addressof(packed), (ctypes.c_int32 * 3)(*grid), (ctypes.c_int32 * 3)(*block),
             self.sregs, addresses, sizes, len(regions), self.shared_fill, SCHEDULES[self.schedule],
             self.seed & (2**64 - 1), int(self.exit_releases_barriers), self.stack_bytes, error, len(error))
+        counts = (ctypes.c_uint64 * len(COUNTS))()
+        self.runtime.emu_counts(counts)
+        self.counts.append(dict(zip(COUNTS, counts)))
         if status != 0:
             message = error.value.decode()
             if "exited" in message and "wait at barrier" in message and not self.exit_releases_barriers:

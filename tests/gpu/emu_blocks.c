@@ -59,6 +59,21 @@ enum { BAR_SYNC, BAR_ARRIVE, BAR_RED_POPC, BAR_RED_AND, BAR_RED_OR };
 static const char *const BAR_KIND_NAMES[] = {"sync", "arrive", "red.popc", "red.and", "red.or"};
 #define N_BARRIERS 16
 #define POISON_LANE 0xFFFFFFFFu /* what a shuffle reads from a lane that does not take part */
+/* emu_counts: barrier arrivals (one per thread and barrier), warp operations completed
+ * (shuffles, votes...: one per warp), ldmatrix and mma.sync (one per warp), cp.async
+ * copies and their bytes (source bytes; the zero fill is not counted). */
+enum { C_BARRIER, C_WARP_OP, C_LDMATRIX, C_MMA, C_CP_ASYNC, C_CP_ASYNC_BYTES, N_COUNTS };
+#define MAX_ASYNC_COPIES 256 /* cp.async copies one thread may have in flight */
+
+/* One cp.async in flight: it takes effect when a cp.async.wait.* of its thread retires
+ * its group (or when the thread exits), not before, so a read of its destination that
+ * no wait orders after it sees what was there before (the shared-memory poison). */
+typedef struct {
+    void *dst;
+    const void *src;
+    uint32_t size, src_size;
+    int group; /* the commit group: -1 until the next cp.async.commit_group */
+} AsyncCopy;
 
 typedef struct {
     void *sp; /* saved stack pointer (x86-64 switch) */
@@ -79,6 +94,9 @@ typedef struct {
     /* what the operation returned */
     uint64_t result;
     int pred;
+    /* cp.async: the copies in flight and the number of groups committed */
+    AsyncCopy *copies;
+    int n_copies, groups;
 } Fiber;
 
 typedef struct {
@@ -111,6 +129,7 @@ static struct {
     char *error;
     size_t error_len;
     uint64_t clock;
+    uint64_t counts[N_COUNTS]; /* what the launch did, summed over its blocks (emu_counts) */
 } B;
 
 static char *stack_pool[1024];
@@ -180,9 +199,12 @@ static void fiber_stack_init(Fiber *f) {
 #endif
 }
 
+static void complete_copies(Fiber *f, int keep_groups);
+
 static void fiber_main(void) {
     Fiber *f = B.current;
     B.entry(B.args);
+    complete_copies(f, -1); /* a thread's copies land by the time it is gone */
     f->state = DONE;
     B.exited++;
     if (B.exit_releases)
@@ -350,6 +372,7 @@ static void try_release(int id) {
 /* bar.sync / barrier.sync / bar.arrive / bar.red: `expected` < 0 means every thread of the block. */
 uint32_t emu_barrier(int32_t id, int32_t expected, int32_t kind, int32_t pred) {
     Fiber *f = B.current;
+    B.counts[C_BARRIER]++;
     if (id < 0 || id >= N_BARRIERS) { fail("barrier id %d is not in 0..15 (thread %d)", id, f->linear); fail_here(f); }
     int all = expected < 0;
     if (all) expected = B.nthreads;
@@ -405,6 +428,7 @@ static void complete_ldmatrix(Fiber **lanes);
 static void complete_mma(Fiber **lanes);
 
 static void complete_warp_op(Fiber **lanes, uint32_t members, int op) {
+    B.counts[op == LDMATRIX ? C_LDMATRIX : op == MMA ? C_MMA : C_WARP_OP]++;
     if (op == LDMATRIX) complete_ldmatrix(lanes);
     if (op == MMA) complete_mma(lanes);
     uint64_t acc = 0;
@@ -620,6 +644,54 @@ void emu_mma(int32_t shape, const uint32_t *a, const uint32_t *b, const uint32_t
     warp_collective(MMA, 0xFFFFFFFFu, 0, (uint32_t)shape, 0);
 }
 
+/* ---- cp.async ------------------------------------------------------------------------------ */
+
+/* cp.async.{ca,cg}.shared.global: queued in the thread's current (uncommitted) group.
+ * src_size < size: the bytes past src_size are zero (the .s form, for edges). */
+void emu_cp_async(void *dst, const void *src, uint32_t size, uint32_t src_size) {
+    Fiber *f = B.current;
+    if (!f->copies) f->copies = calloc(MAX_ASYNC_COPIES, sizeof(AsyncCopy));
+    if (!f->copies || f->n_copies == MAX_ASYNC_COPIES) {
+        fail("thread %d has more than %d cp.async copies in flight", f->linear, MAX_ASYNC_COPIES);
+        fail_here(f);
+        return;
+    }
+    f->copies[f->n_copies++] = (AsyncCopy){dst, src, size, src_size < size ? src_size : size, -1};
+    B.counts[C_CP_ASYNC]++;
+    B.counts[C_CP_ASYNC_BYTES] += src_size < size ? src_size : size;
+}
+
+/* The counts of the last launch (N_COUNTS values). */
+void emu_counts(uint64_t *out) { memcpy(out, B.counts, sizeof B.counts); }
+
+void emu_cp_async_commit(void) {
+    Fiber *f = B.current;
+    for (int i = 0; i < f->n_copies; i++)
+        if (f->copies[i].group < 0) f->copies[i].group = f->groups;
+    f->groups++;
+}
+
+/* Completes the thread's copies, in issue order, except those of its newest `keep_groups`
+ * committed groups (cp.async.wait_group N); keep_groups < 0: every copy, committed or not
+ * (cp.async.wait_all). */
+static void complete_copies(Fiber *f, int keep_groups) {
+    int kept = 0;
+    for (int i = 0; i < f->n_copies; i++) {
+        AsyncCopy c = f->copies[i];
+        int done = keep_groups < 0 || (c.group >= 0 && c.group < f->groups - keep_groups);
+        if (keep_groups == 0 && c.group < 0) done = 0; /* wait_group 0: uncommitted copies stay */
+        if (done) {
+            memset(c.dst, 0, c.size);
+            memmove(c.dst, c.src, c.src_size);
+        } else {
+            f->copies[kept++] = c;
+        }
+    }
+    f->n_copies = kept;
+}
+
+void emu_cp_async_wait(int32_t keep_groups) { complete_copies(B.current, keep_groups); }
+
 /* The lanes of the warp that have not exited (activemask: every such lane counts as converged). */
 uint32_t emu_activemask(void) {
     Fiber *f = B.current;
@@ -665,6 +737,7 @@ static int run_block(uint64_t seed) {
         resume(f);
         if (B.failed) return -1;
     }
+    for (int i = 0; i < B.nthreads; i++) free(B.fibers[i].copies);
     for (int i = 0; i < B.nthreads; i++)
         if (B.fibers[i].state != DONE) { report_stall(); return -1; }
     return 0;
