@@ -31,10 +31,12 @@ ROWS_AT_ONCE = 4  # rows combined per pass over a block: four streams in flight,
 
 
 def accumulate_rows(b: KirBuilder, rows: Value, width: Value, itemsize: int, identity: list[Value],
-                    items: Callable[[Value, Value], list[Value]], combine: Block,
+                    row_items: Callable[[Value], Callable[[Value], list[Value]]], combine: Block,
                     targets: list[tuple[Value, Callable[[Value], list[Value]]]]) -> None:
     """For j in [0, width): ``targets[i]`` buffer at ``index(j)`` = the fold over rows r in
-    [0, rows), in order, of ``items(r, j)[i]`` with ``combine``, from ``identity``."""
+    [0, rows), in order, of ``row_items(r)(j)[i]`` with ``combine``, from ``identity``.
+    ``row_items(r)`` is called before the loop over the row's elements: what depends on the
+    row only (its coordinates) is computed once per row."""
     block = b.c(max(1, ROW_BLOCK_BYTES // max(1, itemsize)))
     blocks = b.ceil_div(width, block)
     groups = b.ix("floordiv", rows, b.c(ROWS_AT_ONCE))
@@ -53,17 +55,18 @@ def accumulate_rows(b: KirBuilder, rows: Value, width: Value, itemsize: int, ide
                 b.put(buf, index(j), value)
 
         def rows_from(first: Value, count: int):
+            at_rows = [row_items(first if k == 0 else b.ix("add", first, b.c(k))) for k in range(count)]
+
             def update(t):
                 j = column(t)
                 accs = [b.get(buf, index(j)) for buf, index in targets]
-                for k in range(count):  # one row after the other: the sequential order
-                    r = first if k == 0 else b.ix("add", first, b.c(k))
-                    accs = b.apply(combine, accs, items(r, j))
+                for at_row in at_rows:  # one row after the other: the sequential order
+                    accs = b.apply(combine, accs, at_row(j))
                 for (buf, index), value in zip(targets, accs):
                     b.put(buf, index(j), value)
-            b.loop(length, update)
+            b.parallel([length], lambda points: update(points[0]))
 
-        b.loop(length, clear)
+        b.parallel([length], lambda points: clear(points[0]))
         b.loop(groups, lambda g: rows_from(b.ix("mul", g, b.c(ROWS_AT_ONCE)), ROWS_AT_ONCE))
         b.loop(b.ix("sub", rows, done), lambda r: rows_from(b.ix("add", done, r), 1))
 
@@ -89,13 +92,17 @@ def reduce_rows(b: KirBuilder, inputs: list[Value], identity: list[Value], axes:
         else:
             targets.append((buf, lambda j: [j]))
 
-    def items(r, j):
-        coords = dict(zip(axes, b.unravel(r, reduced)))
-        coords[rank - 1] = j
-        point = [coords[a] for a in range(rank)]
-        return [b.element(x, point, span, proven=True) for x in inputs]
+    def row_items(r):
+        row = dict(zip(axes, b.unravel(r, reduced)))
 
-    accumulate_rows(b, b.product(reduced), width, max(x.type.dtype.itemsize for x in inputs), identity, items,
+        def items(j):
+            coords = dict(row)
+            coords[rank - 1] = j
+            point = [coords[a] for a in range(rank)]
+            return [b.element(x, point, span, proven=True) for x in inputs]
+        return items
+
+    accumulate_rows(b, b.product(reduced), width, max(x.type.dtype.itemsize for x in inputs), identity, row_items,
                     combine, targets)
     return True
 
@@ -120,13 +127,17 @@ def contract_rows(b: KirBuilder, op, spec, acc, extent: dict, combine: Block) ->
         return None
     counts = [extent[c] for c in reduced]
 
-    def items(r, j):
-        coords = dict(zip(reduced, b.unravel(r, counts)))
-        coords[free] = j
-        x = b.as_dtype(b.element(a, [coords[c] for c in spec.a], op.span, proven=True), acc)
-        y = b.as_dtype(b.element(v, [coords[c] for c in spec.b], op.span, proven=True), acc)
-        return [b.emit("mul", [x, y], [acc]).result]
+    def row_items(r):
+        row = dict(zip(reduced, b.unravel(r, counts)))
 
-    accumulate_rows(b, b.product(counts), extent[free], acc.itemsize, [b.scalar(acc, 0)], items, combine,
+        def items(j):
+            coords = dict(row)
+            coords[free] = j
+            x = b.as_dtype(b.element(a, [coords[c] for c in spec.a], op.span, proven=True), acc)
+            y = b.as_dtype(b.element(v, [coords[c] for c in spec.b], op.span, proven=True), acc)
+            return [b.emit("mul", [x, y], [acc]).result]
+        return items
+
+    accumulate_rows(b, b.product(counts), extent[free], acc.itemsize, [b.scalar(acc, 0)], row_items, combine,
                     [(result, lambda j: [j])])
     return result
