@@ -143,7 +143,7 @@ MATMUL = Kernel(
     name="llmc/matmul_forward", intent_source="llmc/matmul.intent", intent_symbol="matmul_forward",
     c_source="llmc/matmul.c", c_symbol="matmul_forward",
     tiny=Dataset("tiny", dict(B=2, T=4, C=19, OC=23)),
-    quick=(Dataset("B=4 T=64 OC=2304", dict(B=4, T=64, C=768, OC=2304)),),
+    quick=(Dataset("B=1 T=64 OC=2304", dict(B=1, T=64, C=768, OC=2304)),),
     full=(Dataset("B=4 T=1024 OC=2304", dict(B=4, T=1024, C=768, OC=2304)),
           Dataset("B=4 T=1024 OC=3072", dict(B=4, T=1024, C=768, OC=3072))),
     setup=_matmul_setup, mutated=("out",), results=("out",),
