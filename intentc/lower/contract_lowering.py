@@ -39,6 +39,7 @@ from intentc.kir.contract_spec import parse_spec
 from intentc.kir.core import Block, Op, Value
 from intentc.kir.types import BOOL, DTYPES, I32, INDEX, TensorType
 from intentc.lower.kir_builder import KirBuilder
+from intentc.lower.row_accumulation import contract_rows
 
 # Register tiles of the micro-kernel: MR rows x NR columns (NR = VECTORS vectors of
 # VECTOR_BYTES), and the cache blocks (MC x NC blocks of C, KC deep: the A block stays in
@@ -95,13 +96,17 @@ class ContractExpansion:
         return self.b.as_dtype(self.b.element(x, [coords[c] for c in letters], span, proven=True), acc)
 
     def contract_folds(self, op: Op, spec, acc, extent: dict) -> Value:
-        """One fold over the reduction axes per result element (T3 grants the regrouping)."""
+        """One fold over the reduction axes per result element (T3 grants the regrouping);
+        vector-matrix shapes accumulate whole rows instead (row_accumulation.py)."""
         a, b = op.operands
         reduced = spec.reduced
-        count = self.product_of(reduced, extent)
         x, y = Value(acc, "x"), Value(acc, "y")
         combine = Block([x, y], [Op("add", [x, y], [acc])])
         combine.ops.append(Op("yield", [combine.ops[0].result]))
+        by_rows = contract_rows(self.b, op, spec, acc, extent, combine)
+        if by_rows is not None:
+            return by_rows
+        count = self.product_of(reduced, extent)
         zero = self.b.scalar(acc, 0)
 
         def elements(outer: dict):

@@ -20,6 +20,7 @@ from __future__ import annotations
 from intentc.kir.core import Op, Value
 from intentc.kir.types import INDEX, TensorType
 from intentc.lower.kir_builder import KirBuilder
+from intentc.lower.row_accumulation import reduce_rows
 
 LANES = 4  # independent chains of an ordered scan line (instruction-level parallelism)
 CHAIN_SKEW = 17  # elements by which chunks are shortened so their starts do not alias in the cache
@@ -65,6 +66,10 @@ class ReductionExpansion:
         out_extents = [self.b.c(1) if a in axes else extents[a] for a in range(rank)] if keepdims else \
             [extents[a] for a in kept_axes]
         buffers = [self.b.result_buffer(r, x.type.dtype, out_extents, op.span) for r, x in zip(op.results, inputs)]
+        if reduce_rows(self.b, inputs, identity, axes, extents, buffers, keepdims, combine, op.span):
+            for old, new in zip(op.results, buffers):
+                replace[id(old)] = new
+            return
         count = self.b.product(reduced)  # known before the loop, so scheduling sees each point's work
 
         def body(points):
