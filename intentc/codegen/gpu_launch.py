@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from intentc.codegen import gpu_blocks, gpu_contract
 from intentc.kir.types import INDEX, DType
 from intentc.lower import program as P
+from intentc.lower.names import NameSupply
 
 BLOCK = 256  # threads per block in grid phases (also the entry's .maxntid)
 MAX_BLOCKS = 65535  # grid-stride beyond this many blocks
@@ -173,7 +174,8 @@ def plan_kernel(kernel: P.Kernel) -> Plan:
         return Plan("serial", reason, 1, {}, [launch], entry_args(kernel, scratch, False), scratch, {}, {}, {})
     carried, carry_tensor = {}, None
     if crossing:
-        carry_tensor = P.TensorSym(_fresh_name(kernel, "carried"), INDEX, 1, True, "heap")
+        # a name the kernel does not hold (parameters, buffers, variables): lower/names.py
+        carry_tensor = P.TensorSym(NameSupply.of_kernel(kernel).fresh("carried", INDEX).name, INDEX, 1, True, "heap")
         carried = {var: k for k, var in enumerate(sorted(crossing, key=lambda v: v.name))}
         scratch = scratch + [Scratch(carry_tensor, f"{carry_tensor.name}.data", 8 * len(carried))]
     nests: dict = {}
@@ -242,15 +244,6 @@ def _tile_count(nest: P.TileNest, config, defs, scalars):
     if None in (batch, m, n):
         return None
     return f"mul(mul({batch}, ceil_div({m}, {config.bm})), ceil_div({n}, {config.bn}))"
-
-
-def _fresh_name(kernel: P.Kernel, base: str) -> str:
-    taken = {p.name for p in kernel.params} | {s.tensor.name for s in P.walk_stmts(kernel.body)
-                                              if isinstance(s, P.Alloc)}
-    name = base
-    while name in taken:
-        name += "_"
-    return name
 
 
 def _max_formula(totals: list) -> object:

@@ -15,6 +15,7 @@ from typing import Callable
 from intentc.base import math_catalog
 from intentc.kir.core import Block, Function, Op, Value
 from intentc.kir.ops import effects
+from intentc.kir.relations import RELATIONS, source_indices
 from intentc.kir.rewrite import clone_block, replace_uses
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 
@@ -207,50 +208,17 @@ class KirBuilder:
                 src_indices.append(self._broadcast_index(source, k, op.operands[1 + result_axis],
                                                          indices[result_axis]))
             return self.element(source, src_indices, span, proven)
-        if op.name == "permute":
-            source_indices = [None] * len(indices)
-            for k, p in enumerate(op.attrs["perm"]):
-                source_indices[p] = indices[k]
-            return self.element(op.operands[0], source_indices, span, proven)
         if op.name == "join":
             zero = self.emit("const", [], [INDEX], {"value": 0}).result
             first = self.emit("cmp", [indices[-1], zero], [BOOL], {"pred": "eq"}).result
             a = self.element(op.operands[0], indices[:-1], span, proven)
             b = self.element(op.operands[1], indices[:-1], span, proven)
             return self.emit("select", [first, a, b], [a.type]).result
-        if op.name == "view":
-            source_indices, position, k = [], 1, 0
-            for kind in op.attrs["axes"]:
-                if kind == "fix":
-                    source_indices.append(op.operands[position])
-                    position += 1
-                else:
-                    begin = op.operands[position]
-                    source_indices.append(self.emit("add", [begin, indices[k]], [INDEX]).result)
-                    position += 2
-                    k += 1
-            return self.element(op.operands[0], source_indices, span, proven)
-        if op.name == "reshape":  # through the row-major linear coordinate (C4, S4)
+        if op.name in RELATIONS:  # view, permute, reshape (C4, S4): kir/relations.py
             source = op.operands[0]
-            linear = None
-            for k, index in enumerate(indices):
-                if linear is None:
-                    linear = index
-                else:
-                    scaled = self.emit("mul", [linear, op.operands[1 + k]], [INDEX]).result
-                    linear = self.emit("add", [scaled, index], [INDEX]).result
-            if linear is None:
-                linear = self.emit("const", [], [INDEX], {"value": 0}).result
-            rank = source.type.rank
-            source_indices = [None] * rank
-            for axis in reversed(range(rank)):
-                extent = self.extent(source, axis)
-                if axis == 0:
-                    source_indices[0] = linear
-                    break
-                source_indices[axis] = self.emit("mod", [linear, extent], [INDEX]).result
-                linear = self.emit("floordiv", [linear, extent], [INDEX]).result
-            return self.element(source, source_indices, span, proven)
+            indices_there = source_indices(op, list(indices), lambda name, x, y: self.ix(name, x, y),
+                                           lambda: self.c(0), lambda axis: self.extent(source, axis))
+            return self.element(source, indices_there, span, proven)
         if op.name == "indices":  # source coordinates: begin + k * step (D6)
             domain = op.operands[0]
             begin = self.emit("dom_begin", [domain], [INDEX]).result

@@ -29,6 +29,7 @@ from __future__ import annotations
 from intentc.diagnostics import error, quote
 from intentc.kir.core import Op, Value
 from intentc.kir.ops import REGISTRY
+from intentc.kir.relations import source_indices
 from intentc.kir.types import BOOL, DOMAIN, INDEX, TensorType
 from intentc.sema.shapes import broadcast_to, describe, same_extent
 
@@ -76,45 +77,16 @@ def compose(b, window: Value, indices: list[Value], span, checked: bool = False)
     if not checked:
         _check_indices(b, window, indices, span)
     source = op.operands[0]
-    if op.name == "view":
-        mapped, position, k = [], 1, 0
-        for kind in op.attrs["axes"]:
-            if kind == "fix":
-                mapped.append(op.operands[position])
-                position += 1
-            else:
-                begin = op.operands[position]
-                mapped.append(b.emit("add", [begin, indices[k]], [INDEX], span=span).result)
-                position += 2
-                k += 1
-    elif op.name == "permute":
-        mapped = [None] * len(indices)
-        for k, axis in enumerate(op.attrs["perm"]):
-            mapped[axis] = indices[k]
-    else:  # reshape: through the logical row-major linear coordinate (S4, C4)
-        mapped = _unravel(b, _ravel(b, indices, list(op.operands[1:]), span),
-                          [b.index_value(e, span) for e in b.shape_of(source)], span)
+    extents: list[Value] = []
+
+    def source_extent(axis: int) -> Value:  # all of them, once, when a reshape first needs one
+        if not extents:
+            extents.extend(b.index_value(e, span) for e in b.shape_of(source))
+        return extents[axis]
+
+    mapped = source_indices(op, list(indices), lambda name, x, y: b.emit(name, [x, y], [INDEX], span=span).result,
+                            lambda: b.const(0, INDEX, span), source_extent)  # kir/relations.py (S4, C4)
     return compose(b, source, mapped, span, checked=True)  # inside the source by the relation's checks
-
-
-def _ravel(b, indices: list[Value], extents: list[Value], span) -> Value:
-    if not indices:
-        return b.const(0, INDEX, span)
-    linear = indices[0]
-    for index, extent in zip(indices[1:], extents[1:]):
-        scaled = b.emit("mul", [linear, extent], [INDEX], span=span).result
-        linear = b.emit("add", [scaled, index], [INDEX], span=span).result
-    return linear
-
-
-def _unravel(b, linear: Value, extents: list[Value], span) -> list[Value]:
-    out: list = [None] * len(extents)
-    for axis in reversed(range(1, len(extents))):
-        out[axis] = b.emit("mod", [linear, extents[axis]], [INDEX], span=span).result
-        linear = b.emit("floordiv", [linear, extents[axis]], [INDEX], span=span).result
-    if extents:
-        out[0] = linear
-    return out
 
 
 def _check_indices(b, window: Value, indices: list[Value], span) -> None:

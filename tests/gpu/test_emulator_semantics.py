@@ -49,6 +49,51 @@ declare void @llvm.nvvm.bar.warp.sync(i32)
 declare void @llvm.nvvm.membar.cta()
 """
 
+# Blocks the kernels below share.
+# The thread's ids in a one-axis launch.
+IDS = """  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+"""
+# ... and its global index %i = ctaid * ntid + tid.
+GLOBAL_INDEX = IDS + """  %base = mul i32 %bid, %ntid
+  %i = add i32 %base, %tid
+"""
+
+
+def _record(out: str, offset: str, *values: str) -> str:
+    """Store the i32 ``values`` at ``out[offset]``, ``out[offset + 1]``, ... (``%o0`` ... ``%oK``)."""
+    lines = [f"  %o0 = getelementptr i32, ptr addrspace(1) {out}, i32 {offset}",
+             f"  store i32 {values[0]}, ptr addrspace(1) %o0"]
+    for k, value in enumerate(values[1:], 1):
+        lines += [f"  %o{k} = getelementptr i32, ptr addrspace(1) %o0, i32 {k}",
+                  f"  store i32 {value}, ptr addrspace(1) %o{k}"]
+    return "\n".join(lines) + "\n"
+
+
+def _neighbour(name: str, barrier: bool) -> str:
+    """Each thread stores its input in shared ``@slots`` and reads its right neighbour's slot,
+    with a barrier in between or without (a race)."""
+    sync = "  call void @llvm.nvvm.barrier0()\n" if barrier else ""
+    return f"""define ptx_kernel void @{name}(ptr addrspace(1) %in, ptr addrspace(1) %out) {{
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
+  %ip = getelementptr i32, ptr addrspace(1) %in, i32 %tid
+  %x = load i32, ptr addrspace(1) %ip
+  %mine = getelementptr [128 x i32], ptr addrspace(3) @slots, i32 0, i32 %tid
+  store i32 %x, ptr addrspace(3) %mine
+{sync}  %r0 = add i32 %tid, 1
+  %r = urem i32 %r0, %ntid
+  %theirs = getelementptr [128 x i32], ptr addrspace(3) @slots, i32 0, i32 %r
+  %y = load i32, ptr addrspace(3) %theirs
+  %op = getelementptr i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %y, ptr addrspace(1) %op
+  ret void
+}}
+"""
+
+
 # A tree reduction of i32 in static shared memory (blocks of a power of two up to 256
 # threads): one sum per block, with a barrier after every level.
 REDUCE = HEADER + """
@@ -56,12 +101,7 @@ REDUCE = HEADER + """
 
 define ptx_kernel void @block_sum(ptr addrspace(1) %in, ptr addrspace(1) %out, i32 %n) {
 entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-  %base = mul i32 %bid, %ntid
-  %i = add i32 %base, %tid
-  %inside = icmp slt i32 %i, %n
+""" + GLOBAL_INDEX + """  %inside = icmp slt i32 %i, %n
   br i1 %inside, label %load, label %store
 load:
   %ip = getelementptr i32, ptr addrspace(1) %in, i32 %i
@@ -111,10 +151,7 @@ exit:
 ; emulator's poison pattern, in every block (nothing carries over from the block before).
 define ptx_kernel void @read_unwritten(ptr addrspace(1) %out) {
 entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-  %last = sub i32 %ntid, 1
+""" + IDS + """  %last = sub i32 %ntid, 1
   %other = sub i32 %last, %tid
   %p = getelementptr [256 x i32], ptr addrspace(3) @partial, i32 0, i32 %other
   %v = load i32, ptr addrspace(3) %p
@@ -134,10 +171,7 @@ entry:
 
 define ptx_kernel void @histogram(ptr addrspace(1) %in, ptr addrspace(1) %out, i32 %n) {
 entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-  %owner = icmp ult i32 %tid, 8
+""" + IDS + """  %owner = icmp ult i32 %tid, 8
   %bin = getelementptr i32, ptr addrspace(3) @bins, i32 %tid
   br i1 %owner, label %clear, label %cleared
 clear:
@@ -175,12 +209,7 @@ WARP = HEADER + """
 ; Sums of 32 f32 lanes: out_down[lane 0 of each warp] by shfl.down, out_bfly[every lane] by shfl.bfly.
 define ptx_kernel void @warp_sums(ptr addrspace(1) %in, ptr addrspace(1) %out_down, ptr addrspace(1) %out_bfly) {
 entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-  %base = mul i32 %bid, %ntid
-  %i = add i32 %base, %tid
-  %ip = getelementptr float, ptr addrspace(1) %in, i32 %i
+""" + GLOBAL_INDEX + """  %ip = getelementptr float, ptr addrspace(1) %in, i32 %i
   %x = load float, ptr addrspace(1) %ip
   br label %loop
 loop:
@@ -237,12 +266,7 @@ entry:
 ; (of the value), with the member mask activemask() gives, so partial warps take part too.
 define ptx_kernel void @votes(ptr addrspace(1) %in, ptr addrspace(1) %out) {
 entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-  %base = mul i32 %bid, %ntid
-  %i = add i32 %base, %tid
-  %ip = getelementptr i32, ptr addrspace(1) %in, i32 %i
+""" + GLOBAL_INDEX + """  %ip = getelementptr i32, ptr addrspace(1) %in, i32 %i
   %x = load i32, ptr addrspace(1) %ip
   %p = icmp ne i32 %x, 0
   %mask = call i32 @llvm.nvvm.activemask()
@@ -255,17 +279,7 @@ entry:
   %allz = zext i1 %all to i32
   %anyz = zext i1 %any to i32
   %o = mul i32 %i, 5
-  %o0 = getelementptr i32, ptr addrspace(1) %out, i32 %o
-  store i32 %ballot, ptr addrspace(1) %o0
-  %o1 = getelementptr i32, ptr addrspace(1) %o0, i32 1
-  store i32 %allz, ptr addrspace(1) %o1
-  %o2 = getelementptr i32, ptr addrspace(1) %o0, i32 2
-  store i32 %anyz, ptr addrspace(1) %o2
-  %o3 = getelementptr i32, ptr addrspace(1) %o0, i32 3
-  store i32 %sum, ptr addrspace(1) %o3
-  %o4 = getelementptr i32, ptr addrspace(1) %o0, i32 4
-  store i32 %same, ptr addrspace(1) %o4
-  ret void
+""" + _record("%out", "%o", "%ballot", "%allz", "%anyz", "%sum", "%same") + """  ret void
 }
 """
 
@@ -312,25 +326,7 @@ entry:
   %g3 = mul i32 %g2, %nx
   %g = add i32 %g3, %gx
   %o = mul i32 %g, 9
-  %o0 = getelementptr i32, ptr addrspace(1) %out, i32 %o
-  store i32 %tx, ptr addrspace(1) %o0
-  %o1 = getelementptr i32, ptr addrspace(1) %o0, i32 1
-  store i32 %ty, ptr addrspace(1) %o1
-  %o2 = getelementptr i32, ptr addrspace(1) %o0, i32 2
-  store i32 %tz, ptr addrspace(1) %o2
-  %o3 = getelementptr i32, ptr addrspace(1) %o0, i32 3
-  store i32 %bx, ptr addrspace(1) %o3
-  %o4 = getelementptr i32, ptr addrspace(1) %o0, i32 4
-  store i32 %by, ptr addrspace(1) %o4
-  %o5 = getelementptr i32, ptr addrspace(1) %o0, i32 5
-  store i32 %bz, ptr addrspace(1) %o5
-  %o6 = getelementptr i32, ptr addrspace(1) %o0, i32 6
-  store i32 %lane, ptr addrspace(1) %o6
-  %o7 = getelementptr i32, ptr addrspace(1) %o0, i32 7
-  store i32 %ws, ptr addrspace(1) %o7
-  %o8 = getelementptr i32, ptr addrspace(1) %o0, i32 8
-  store i32 %neighbour, ptr addrspace(1) %o8
-  ret void
+""" + _record("%out", "%o", "%tx", "%ty", "%tz", "%bx", "%by", "%bz", "%lane", "%ws", "%neighbour") + """  ret void
 }
 """
 
@@ -388,41 +384,8 @@ exit:
 NEIGHBOUR = HEADER + """
 @slots = internal addrspace(3) global [128 x i32] undef, align 4
 
-define ptx_kernel void @racy(ptr addrspace(1) %in, ptr addrspace(1) %out) {
-entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %ip = getelementptr i32, ptr addrspace(1) %in, i32 %tid
-  %x = load i32, ptr addrspace(1) %ip
-  %mine = getelementptr [128 x i32], ptr addrspace(3) @slots, i32 0, i32 %tid
-  store i32 %x, ptr addrspace(3) %mine
-  %r0 = add i32 %tid, 1
-  %r = urem i32 %r0, %ntid
-  %theirs = getelementptr [128 x i32], ptr addrspace(3) @slots, i32 0, i32 %r
-  %y = load i32, ptr addrspace(3) %theirs
-  %op = getelementptr i32, ptr addrspace(1) %out, i32 %tid
-  store i32 %y, ptr addrspace(1) %op
-  ret void
-}
+""" + _neighbour("racy", barrier=False) + "\n" + _neighbour("fixed", barrier=True)
 
-define ptx_kernel void @fixed(ptr addrspace(1) %in, ptr addrspace(1) %out) {
-entry:
-  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
-  %ntid = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()
-  %ip = getelementptr i32, ptr addrspace(1) %in, i32 %tid
-  %x = load i32, ptr addrspace(1) %ip
-  %mine = getelementptr [128 x i32], ptr addrspace(3) @slots, i32 0, i32 %tid
-  store i32 %x, ptr addrspace(3) %mine
-  call void @llvm.nvvm.barrier0()
-  %r0 = add i32 %tid, 1
-  %r = urem i32 %r0, %ntid
-  %theirs = getelementptr [128 x i32], ptr addrspace(3) @slots, i32 0, i32 %r
-  %y = load i32, ptr addrspace(3) %theirs
-  %op = getelementptr i32, ptr addrspace(1) %out, i32 %tid
-  store i32 %y, ptr addrspace(1) %op
-  ret void
-}
-"""
 
 # Current spellings, named barriers and cp.async: warp 1 produces into shared memory with
 # cp.async and signals barrier 1 with arrive; warp 0 waits there (sync, 64 threads) and
