@@ -233,7 +233,7 @@ def test_parameter_named_like_the_returned_tensor_is_refused():
 
     source = ("import intent as I\n\n@intent.kernel\ndef k(x: f32[N], out: mut f32[N]) -> f32[N]:\n"
               "    for i in I.parallel(x.axis(0)):\n        out[i] = x[i]\n    return x * 2.0\n")
-    with pytest.raises(intentc.CompileError, match="returned tensor"):
+    with pytest.raises(intentc.CompileError, match="returned value"):
         frontend(source, "clash.intent")
     frontend(source.replace("out", "dst"), "renamed.intent")  # fine under another name
     frontend(source.replace("-> f32[N]", "-> (f32[N], f32[N])").replace("return x * 2.0", "return (x, x)"),
