@@ -176,6 +176,13 @@ def _exp(A, x, compensated: bool | None = None):
     # second multiplication rounds: 2^(k + m) * 2^-m below 0 (a subnormal or +0 where the
     # result underflows), 2^(k - 1) * 2 above (+inf where it overflows). k << mant is t's
     # bits << mant: the magic number's bits shift out.
+    return scale_pow2(A, p, t, x)
+
+
+def scale_pow2(A, p, t, x):
+    """``p * 2^k`` for ``p`` near 1, ``k`` in the low bits of ``t = x + 1.5 * 2^mant`` (the
+    exponent's magic-number rounding): only the last multiplication rounds."""
+    F = A.fmt
     m = F.mant + 2
     below = A.lt(x, A.c(0.0))
     bias = A.select(below, A.ic((F.bias + m) << F.mant), A.ic((F.bias - 1) << F.mant))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from intentc.base.elementary import F32, _horner
+from intentc.base.elementary import F32, _horner, scale_pow2
 from intentc.base.math_constants import LN2, LN10, PI
 
 INF, NAN = float("inf"), float("nan")
@@ -78,17 +78,6 @@ def _hi(A, v):
     return A.from_bits(A.iand(A.bits(v), A.ic(HI_MASK)))
 
 
-def _scale_pow2(A, p, t, x):
-    """``p * 2^k`` for ``p`` near 1, ``k`` in the low bits of ``t = x + 1.5 * 2^23`` (``elementary``'s
-    exp): only the last multiplication rounds."""
-    F = A.fmt
-    m = F.mant + 2
-    below = A.lt(x, A.c(0.0))
-    bias = A.select(below, A.ic((F.bias + m) << F.mant), A.ic((F.bias - 1) << F.mant))
-    scale = A.from_bits(A.iadd(A.shl(A.bits(t), F.mant), bias))
-    return A.mul(A.mul(p, scale), A.select(below, A.c(2.0 ** -m), A.c(2.0)))
-
-
 def exp2(A, x):
     lo, hi = A.c(-151.0), A.c(128.0)
     x = A.select(A.lt(x, lo), lo, x)  # NaN compares false and stays NaN
@@ -104,7 +93,7 @@ def exp2(A, x):
     s_lo = A.add(A.sub(one, s_hi), lead)  # Fast2Sum: 1 + lead == s_hi + s_lo
     poly = A.mul(A.mul(r, r), _horner(A, r, EXP2_POLY))
     p = A.add(s_hi, A.add(s_lo, A.add(rest, poly)))
-    return _scale_pow2(A, p, t, x)
+    return scale_pow2(A, p, t, x)
 
 
 def _log1p_parts(A, x):
